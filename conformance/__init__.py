@@ -1,0 +1,1 @@
+"""Conformance cases, one module per requirement area of the catalog."""

@@ -1,0 +1,1 @@
+"""The conformance harness: adapter contract, client loading, pytest plugin, reports."""

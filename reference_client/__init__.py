@@ -1,0 +1,1 @@
+"""A small, real terminal MCP host that follows every host-side rule."""
