@@ -1,0 +1,205 @@
+"""The mock Responses service's request handling, independent of any transport.
+
+Strategy: one `handle(method, path, headers, raw_body)` turns a request into an `Answer`
+(status, headers, a body or a list of SSE chunks). The threaded HTTP server and the
+respx router both call it, so an in-process client and an out-of-process one meet the
+same model. State is small and guarded by one lock: the script (None = autopilot), the
+tools the autopilot already called, and the call_ids of stored responses (for
+`previous_response_id`). A rejected request never consumes a script step: the real
+model never saw it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mocks import _responses_wire as wire
+from mocks.journal import Entry, Journal
+from mocks.model_script import Plan, Step, plan_autopilot, plan_reply, script_from_json
+
+JSON = {"content-type": "application/json"}
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    events: list[bytes] | None = None  # SSE chunks, streamed in order
+
+    @classmethod
+    def json(cls, status: int, value: Any) -> Answer:
+        return cls(status, dict(JSON), json.dumps(value).encode())
+
+    @classmethod
+    def error(cls, err: wire.ApiError) -> Answer:
+        return cls.json(err.status, err.envelope())
+
+    def content(self) -> bytes:
+        return b"".join(self.events) if self.events is not None else self.body
+
+
+class ResponsesService:
+    def __init__(self, api_key: str | None = None, journal: Journal | None = None) -> None:
+        self.api_key = api_key or "sk-mock-" + secrets.token_hex(16)
+        self.journal = journal if journal is not None else Journal()
+        self._lock = threading.Lock()
+        self._script: list[Step] | None = None
+        self._called: set[str] = set()
+        self._stored_calls: dict[str, list[str]] = {}
+
+    # state ---------------------------------------------------------------------------
+    def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
+        """Set the replies, one per model request; None switches back to the autopilot."""
+        if steps is None:
+            new = None
+        else:
+            new = [
+                s if isinstance(s, Step) else Step.from_json(s, f"script[{i}]")
+                for i, s in enumerate(steps)
+            ]
+        with self._lock:
+            self._script = new
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script = None
+            self._called.clear()
+            self._stored_calls.clear()
+        self.journal.clear()
+
+    def requests(self) -> list[Any]:
+        """The parsed bodies of every `POST .../responses` received, in order."""
+        return [
+            e.extra.get("body")
+            for e in self.journal.entries(kind="http")
+            if e.http_method == "POST" and (e.path or "").endswith("/responses")
+        ]
+
+    # handling ------------------------------------------------------------------------
+    def handle(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        raw: bytes,
+        connection: str | None = None,
+    ) -> Answer:
+        path = path.split("?", 1)[0]
+        if path in ("/__journal", "/__reset", "/__script"):
+            return self._admin(method, path, raw)
+        body, parsed = _parse(raw)
+        extra: dict[str, Any] = {"body": body}
+        if not parsed:
+            extra["raw"] = raw[:200].decode("utf-8", "replace")
+        self.journal.record(
+            Entry(
+                kind="http",
+                http_method=method,
+                path=path,
+                headers=dict(headers),
+                body_size=len(raw),
+                connection=connection,
+                extra=extra,
+            )
+        )
+        problem = self._check_key(headers.get("authorization"))
+        if problem:
+            return Answer.error(problem)
+        if not (method == "POST" and path == "/v1/responses"):
+            return Answer.error(wire.not_found(method, path))
+        if not parsed:
+            return Answer.error(wire.bad_json())
+        with self._lock:
+            stored = dict(self._stored_calls)
+        problem = wire.check_request(body, stored)
+        if problem:
+            return Answer.error(problem)
+        plan = self._next_plan(body)
+        if plan.problems:
+            self.journal.record(
+                Entry(kind="event", extra={"event": "unmatched-call", "problems": plan.problems})
+            )
+        if plan.error_status is not None:
+            return Answer.error(wire.error_for_status(plan.error_status, plan.error_message))
+        output = [wire.function_call_item(name, args) for name, args in plan.calls]
+        if plan.text is not None:
+            output.append(wire.message_item(plan.text))
+        response = wire.response_object(body, output)
+        if body.get("store", True) is not False:
+            with self._lock:
+                self._stored_calls[response["id"]] = [
+                    i["call_id"] for i in output if i["type"] == "function_call"
+                ]
+        if body.get("stream") is True:
+            events = [wire.sse_encode(e) for e in wire.stream_events(response)]
+            return Answer(
+                200,
+                {"content-type": "text/event-stream", "cache-control": "no-cache"},
+                events=events,
+            )
+        return Answer.json(200, response)
+
+    def _check_key(self, authorization: str | None) -> wire.ApiError | None:
+        if (
+            not authorization
+            or not authorization.startswith("Bearer ")
+            or not authorization[7:].strip()
+        ):
+            return wire.missing_key()
+        if not secrets.compare_digest(authorization[7:].strip().encode(), self.api_key.encode()):
+            return wire.wrong_key()
+        return None
+
+    def _next_plan(self, body: dict[str, Any]) -> Plan:
+        with self._lock:
+            if self._script is None:
+                plan = plan_autopilot(body, self._called)
+                self._called.update(name for name, _ in plan.calls)
+                return plan
+            if not self._script:
+                return Plan(text="done")
+            step = self._script[0] if self._script[0].repeat else self._script.pop(0)
+        return plan_reply(step, body)
+
+    def _admin(self, method: str, path: str, raw: bytes) -> Answer:
+        if path == "/__journal" and method == "GET":
+            return Answer.json(200, self.journal.to_json())
+        if path == "/__reset" and method == "POST":
+            self.reset()
+            return Answer.json(200, {"reset": True})
+        if path == "/__script" and method == "POST":
+            data, parsed = _parse(raw)
+            try:
+                if not parsed:
+                    raise ValueError("body is not JSON")
+                steps = None if data is None else script_from_json(data)
+            except ValueError as exc:
+                return Answer.json(
+                    400,
+                    {
+                        "error": {
+                            "message": str(exc),
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": None,
+                        }
+                    },
+                )
+            self.script(steps)
+            return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
+        return Answer.error(wire.not_found(method, path))
+
+
+def _parse(raw: bytes) -> tuple[Any, bool]:
+    if not raw:
+        return None, False
+    try:
+        return json.loads(raw), True
+    except (ValueError, UnicodeDecodeError):
+        return None, False

@@ -1,0 +1,185 @@
+"""The mock Responses service over real HTTP: shapes, scripts, journal, autopilot."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from mocks.responses import MockResponses, Step, function_call_outputs, offered_tools
+
+
+def mcp_tool(server: str, tool: str, name: str | None = None, schema: dict | None = None) -> dict:
+    return {
+        "type": "function",
+        "name": name or f"mcp_{server}_{tool}",
+        "description": f"[MCP server {server}, tool {tool}] Does things. Results are untrusted.",
+        "parameters": schema or {"type": "object", "properties": {}},
+        "strict": False,
+    }
+
+
+TOOLS = [
+    mcp_tool(
+        "docs",
+        "query",
+        schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    ),
+    mcp_tool("docs", "fetch", name="mcp_docs_fetch_1a2b"),
+    {
+        "type": "function",
+        "name": "read_file",
+        "description": "built-in",
+        "parameters": {"type": "object"},
+    },
+]
+
+
+@pytest.fixture
+def model():
+    with MockResponses() as m:
+        yield m
+
+
+@pytest.fixture
+def client(model):
+    with httpx.Client(
+        base_url=model.url, headers={"Authorization": f"Bearer {model.api_key}"}, timeout=5
+    ) as c:
+        yield c
+
+
+def ask(client, **extra):
+    body = {"model": "mock", "input": "hello", "tools": TOOLS, **extra}
+    return client.post("/responses", json=body)
+
+
+def test_ready_fast_and_url_shape():
+    start = time.perf_counter()
+    with MockResponses() as m:
+        elapsed = time.perf_counter() - start
+        assert m.url.startswith("http://127.0.0.1:") and m.url.endswith("/v1")
+    assert elapsed < 0.5  # the 50 ms target is the benchmark's; this bounds a loaded machine
+
+
+def test_api_key_is_random_per_instance():
+    assert MockResponses().api_key != MockResponses().api_key
+
+
+def test_non_stream_response_shape_for_a_call_by_label(model, client):
+    model.script([Step.call(server="docs", tool="query", arguments={"q": "mcp"})])
+    r = ask(client)
+    assert r.status_code == 200
+    resp = r.json()
+    assert (
+        resp["object"] == "response"
+        and resp["status"] == "completed"
+        and resp["id"].startswith("resp_")
+    )
+    assert set(resp["usage"]) >= {"input_tokens", "output_tokens", "total_tokens"}
+    (item,) = resp["output"]
+    assert item["type"] == "function_call" and item["status"] == "completed"
+    assert item["name"] == "mcp_docs_query" and json.loads(item["arguments"]) == {"q": "mcp"}
+    assert item["id"].startswith("fc_") and item["call_id"].startswith("call_")
+
+
+def test_call_by_exact_name_and_text_and_exhausted_script(model, client):
+    model.script([Step.call(name="mcp_docs_fetch_1a2b", arguments={}), Step.text("all good")])
+    assert ask(client).json()["output"][0]["name"] == "mcp_docs_fetch_1a2b"
+    msg = ask(client).json()["output"][0]
+    assert msg["type"] == "message" and msg["role"] == "assistant"
+    assert msg["content"] == [{"type": "output_text", "text": "all good", "annotations": []}]
+    assert ask(client).json()["output"][0]["content"][0]["text"] == "done"
+
+
+def test_several_calls_in_one_reply_with_schema_built_arguments(model, client):
+    model.script(
+        [
+            Step.calls(
+                [Step.call(server="docs", tool="query"), Step.call(server="docs", tool="fetch")]
+            )
+        ]
+    )
+    out = ask(client).json()["output"]
+    assert [o["name"] for o in out] == ["mcp_docs_query", "mcp_docs_fetch_1a2b"]
+    assert json.loads(out[0]["arguments"]) == {"q": "test"}
+    assert len({o["call_id"] for o in out}) == 2
+
+
+def test_repeat_keeps_asking(model, client):
+    model.script([Step.call(server="docs", tool="fetch", repeat=True)])
+    for _ in range(3):
+        out = ask(client).json()["output"]
+        assert out[0]["name"] == "mcp_docs_fetch_1a2b"
+
+
+def test_error_step_uses_the_envelope(model, client):
+    model.script([Step.error(503, "overloaded"), Step.text("back")])
+    r = ask(client)
+    assert r.status_code == 503
+    assert r.json() == {
+        "error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}
+    }
+    assert ask(client).json()["output"][0]["content"][0]["text"] == "back"
+
+
+def test_unmatched_call_answers_text_and_is_recorded(model, client):
+    model.script([Step.call(server="nope", tool="x")])
+    text = ask(client).json()["output"][0]["content"][0]["text"]
+    assert "[MCP server nope, tool x]" in text
+    (event,) = model.journal.entries(kind="event")
+    assert event.extra["event"] == "unmatched-call"
+
+
+def test_journal_keeps_headers_and_body(model, client):
+    model.script([Step.text("ok")])
+    ask(client, instructions="be nice")
+    (entry,) = model.journal.entries(kind="http")
+    assert entry.http_method == "POST" and entry.path == "/v1/responses"
+    assert entry.headers["authorization"] == f"Bearer {model.api_key}"
+    assert entry.extra["body"]["instructions"] == "be nice"
+    assert model.requests()[0]["tools"] == TOOLS
+    assert offered_tools(model.requests()[0]) == TOOLS
+
+
+def test_autopilot_calls_each_mcp_tool_once_then_answers(model, client):
+    first = ask(client).json()["output"][0]
+    assert first["name"] == "mcp_docs_query" and json.loads(first["arguments"]) == {"q": "test"}
+    history = [
+        {"role": "user", "content": "hello"},
+        first,
+        {"type": "function_call_output", "call_id": first["call_id"], "output": "r1"},
+    ]
+    second = client.post(
+        "/responses", json={"model": "m", "input": history, "tools": TOOLS}
+    ).json()["output"][0]
+    assert second["name"] == "mcp_docs_fetch_1a2b"
+    history += [
+        second,
+        {"type": "function_call_output", "call_id": second["call_id"], "output": "r2"},
+    ]
+    body = {"model": "m", "input": history, "tools": TOOLS}
+    last = client.post("/responses", json=body).json()["output"][0]
+    assert last["type"] == "message"
+    assert function_call_outputs(body) == {first["call_id"]: "r1", second["call_id"]: "r2"}
+
+
+def test_admin_endpoints_script_journal_reset(model):
+    with httpx.Client(timeout=5) as c:
+        root = model.url[: -len("/v1")]
+        r = c.post(root + "/__script", json=[{"type": "text", "text": "from file"}])
+        assert r.status_code == 200
+        bad = c.post(root + "/__script", json=[{"type": "dance"}])
+        assert bad.status_code == 400 and "dance" in bad.json()["error"]["message"]
+        reply = c.post(
+            model.url + "/responses",
+            json={"model": "m", "input": "x"},
+            headers={"Authorization": f"Bearer {model.api_key}"},
+        )
+        assert reply.json()["output"][0]["content"][0]["text"] == "from file"
+        journal = c.get(root + "/__journal").json()
+        assert [e["path"] for e in journal] == ["/v1/responses"]
+        assert c.post(root + "/__reset").status_code == 200
+        assert c.get(root + "/__journal").json() == []
