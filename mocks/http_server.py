@@ -262,21 +262,27 @@ class HttpMock:
         if path != "/mcp":
             write_response(writer, 404, b"not found", keep_alive=keep)
             return keep
-        mis = self.spec.misbehaviour
-        if mis.reject_status:
-            self._reject(writer, mis.reject_status, keep)
-            return keep
-        if mis.accept_header and request.headers.get(mis.accept_header.lower()) != mis.accept_value:
-            self._reject(writer, 401, keep)
+        if method == "POST":
+            return await self._post(request, reader, writer, connection, http_entry)
+        if self._gate(request, writer):
             return keep
         if method == "GET":
             return await self._get_stream(request, reader, writer)
         if method == "DELETE":
             return self._delete(request, writer)
-        if method != "POST":
-            write_response(writer, 405, b"", [("allow", "GET, POST, DELETE")], keep_alive=keep)
-            return keep
-        return await self._post(request, reader, writer, connection, http_entry)
+        write_response(writer, 405, b"", [("allow", "GET, POST, DELETE")], keep_alive=keep)
+        return keep
+
+    def _gate(self, request: Request, writer: asyncio.StreamWriter) -> bool:
+        """Reject the request if the spec says so (after it was journalled); True if rejected."""
+        mis = self.spec.misbehaviour
+        if mis.reject_status:
+            self._reject(writer, mis.reject_status, request.keep_alive)
+            return True
+        if mis.accept_header and request.headers.get(mis.accept_header.lower()) != mis.accept_value:
+            self._reject(writer, 401, request.keep_alive)
+            return True
+        return False
 
     def _reject(self, writer: asyncio.StreamWriter, status: int, keep: bool) -> None:
         headers = [("www-authenticate", 'Bearer realm="mock"')] if status == 401 else []
@@ -364,21 +370,13 @@ class HttpMock:
         except (ValueError, UnicodeDecodeError):
             http_entry.extra["raw"] = request.body[:200].decode("utf-8", "replace")
             http_entry.extra["error"] = "parse error"
-            self._write_rpc_error(
-                writer, 400, _rpc.error(None, _rpc.PARSE_ERROR, "Parse error"), keep
-            )
+            if not self._gate(request, writer):
+                self._write_rpc_error(
+                    writer, 400, _rpc.error(None, _rpc.PARSE_ERROR, "Parse error"), keep
+                )
             return keep
         batch = isinstance(payload, list)
         messages = payload if batch else [payload]
-        if batch and not messages:
-            self._write_rpc_error(
-                writer,
-                400,
-                _rpc.error(None, _rpc.INVALID_REQUEST, "Invalid Request: empty batch"),
-                keep,
-            )
-            return keep
-
         requests: list[dict[str, Any]] = []
         invalid: list[dict[str, Any]] = []
         methods: list[str] = []
@@ -404,6 +402,17 @@ class HttpMock:
                 requests.append(message)
             elif problem is not None:
                 invalid.append(problem)
+
+        if self._gate(request, writer):
+            return keep
+        if batch and not messages:
+            self._write_rpc_error(
+                writer,
+                400,
+                _rpc.error(None, _rpc.INVALID_REQUEST, "Invalid Request: empty batch"),
+                keep,
+            )
+            return keep
 
         if (
             mis.redirect_status

@@ -1,0 +1,119 @@
+"""The official `mcp` client initializes, lists every page and calls tools on the mocks.
+
+This is the check by software nobody here wrote (issue 2, point 9): if the SDK client
+accepts the mock, the mock speaks MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import pytest
+
+from mocks import tls
+from mocks.spec import Reply, ServerSpec, Tool
+
+
+def _spec(mode: str) -> ServerSpec:
+    tools = [Tool(f"tool{i}", f"tool number {i}") for i in range(7)]
+    tools.append(Tool("hello", "says hello", reply=Reply.text("hello", "world")))
+    tools.append(Tool("fail", "fails", reply=Reply.tool_error("it broke")))
+    return ServerSpec(name="sdk-check", tools=tools, page_size=3, response_mode=mode)
+
+
+async def _exercise(session):
+    init = await session.initialize()
+    names, cursor, pages = [], None, 0
+    while True:
+        from mcp.types import PaginatedRequestParams
+
+        listed = await session.list_tools(
+            params=PaginatedRequestParams(cursor=cursor) if cursor else None
+        )
+        pages += 1
+        names += [t.name for t in listed.tools]
+        cursor = listed.next_cursor
+        if not cursor:
+            break
+    echoed = await session.call_tool("tool2", {"q": "x"})
+    hello = await session.call_tool("hello", {})
+    failed = await session.call_tool("fail", {})
+    return init, names, pages, echoed, hello, failed
+
+
+def _check(result, mock):
+    init, names, pages, echoed, hello, failed = result
+    assert init.server_info.name == "sdk-check"
+    assert pages == 3 and len(names) == 9
+    assert echoed.content[0].text == '{"q":"x"}'
+    assert [c.text for c in hello.content] == ["hello", "world"]
+    assert failed.is_error is True
+    assert mock.journal.count("tools/call", where=lambda e: e.params["name"] == "tool2") == 1
+    assert mock.journal.count("initialize") == 1
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+def test_official_client_against_plain_http(start_mock, sdk, mode):
+    mock = start_mock(_spec(mode))
+    _check(sdk(mock.url, _exercise), mock)
+
+
+def test_official_client_against_tls_with_the_ca(start_mock, sdk):
+    mock = start_mock(_spec("sse"), tls="trusted")
+    assert mock.url.startswith("https://127.0.0.1:")
+    _check(sdk(mock.url, _exercise, verify=ssl.create_default_context(cafile=mock.ca_file)), mock)
+
+
+def test_official_client_refuses_the_untrusted_tls_mock(start_mock, sdk):
+    mock = start_mock(_spec("sse"), tls="untrusted")
+    assert mock.ca_file == tls.trusted_ca_file()
+    with pytest.raises(BaseException) as caught:  # noqa: B017 - the SDK wraps it in an ExceptionGroup
+        sdk(mock.url, _exercise, verify=ssl.create_default_context(cafile=mock.ca_file), timeout=2)
+    assert (
+        "CERTIFICATE_VERIFY_FAILED" in repr(caught.value)
+        or "certificate" in repr(caught.value).lower()
+    )
+    assert mock.journal.count(kind="http") == 0
+
+
+def test_official_client_sees_list_changed_from_change_tools(start_mock, sdk):
+    mock = start_mock(_spec("json"))
+    seen = asyncio.Event
+
+    async def body(session):
+        await session.initialize()
+        loop = asyncio.get_running_loop()
+        # the SDK opens its GET stream after `initialized`; notify only once it is there
+        await loop.run_in_executor(
+            None,
+            lambda: mock.journal.wait_for(
+                kind="http", where=lambda e: e.http_method == "GET", timeout=2
+            ),
+        )
+        await loop.run_in_executor(None, mock.change_tools, [Tool("new")])
+        await asyncio.wait_for(changed.wait(), 2)
+        return [t.name for t in (await session.list_tools()).tools]
+
+    changed: asyncio.Event
+
+    async def run():
+        nonlocal changed
+        changed = seen()
+        import httpx2
+        from mcp.client.session import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def on_message(message):
+            if (
+                getattr(getattr(message, "root", message), "method", None)
+                == "notifications/tools/list_changed"
+            ):
+                changed.set()
+
+        async with httpx2.AsyncClient(timeout=5) as http:
+            async with streamable_http_client(mock.url, http_client=http) as (read, write):
+                async with ClientSession(read, write, message_handler=on_message) as session:
+                    return await body(session)
+
+    assert asyncio.run(asyncio.wait_for(run(), 10)) == ["new"]
