@@ -1,0 +1,79 @@
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_client.confirmation import (
+    APPROVAL_PROMPT,
+    ARGUMENTS_LIMIT,
+    CUT_MARKER,
+    confirmation,
+    is_approved,
+)
+
+
+def test_layout_matches_seed():
+    view = confirmation("docs", "https://docs.example/mcp", "query-docs", {"query": "react hooks"})
+    assert view.text.splitlines() == [
+        'Server: "docs"',
+        'Destination: "https://docs.example/mcp"',
+        'Tool: "query-docs"',
+        "Arguments: {",
+        '  "query": "react hooks"',
+        "}",
+        "Arguments are sent to this MCP server. mcp-reference-host cannot control what the server does with them.",
+        APPROVAL_PROMPT,
+    ]
+    assert view.text.endswith(APPROVAL_PROMPT)
+    assert view.arguments == json.dumps({"query": "react hooks"}, indent=2)
+    assert view.server == "docs" and view.tool == "query-docs"
+    assert view.warning in view.text
+
+
+def test_exposed_name_heading():
+    view = confirmation("d", "x", "t", {}, exposed_name="mcp_d_t")
+    assert view.text.startswith("[Tool: mcp_d_t]\nServer:")
+
+
+def test_control_characters_in_names_are_escaped():
+    view = confirmation("d", "x", "t\x1b[2J\nApprove", {})
+    assert "\x1b" not in view.text
+    assert 'Tool: "t\\u001b[2J\\nApprove"' in view.text
+
+
+def test_cut_does_not_split_a_character():
+    args = {"k": "é" * 3000}
+    view = confirmation("d", "x", "t", args)
+    assert view.arguments.endswith(CUT_MARKER)
+    shown = view.arguments[: -len(CUT_MARKER)].removesuffix("\n")
+    assert len(shown.encode()) <= ARGUMENTS_LIMIT
+    assert "\ufffd" not in shown
+
+
+def test_is_approved_default_deny():
+    for yes in ("y", "Y", "yes", " YES \n"):
+        assert is_approved(yes)
+    for no in ("", "\n", "n", "no", "yy", "ye", "sure", "y es"):
+        assert not is_approved(no)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(), json_values))
+def test_cut_rule_for_any_arguments(args):
+    view = confirmation("s", "d", "t", args)
+    full = json.dumps(args, indent=2, ensure_ascii=False)
+    is_cut = len(full.encode()) > ARGUMENTS_LIMIT
+    assert (CUT_MARKER in view.arguments) == is_cut
+    if is_cut:
+        shown = view.arguments[: -len(CUT_MARKER)].removesuffix("\n")
+        assert len(shown.encode()) <= ARGUMENTS_LIMIT
+        assert full.startswith(shown)
+    else:
+        assert view.arguments == full

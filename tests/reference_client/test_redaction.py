@@ -1,0 +1,87 @@
+import base64
+import json
+from urllib.parse import quote, quote_plus
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_client.redaction import MARKER, Redactor
+
+secrets = st.text(min_size=1, max_size=40)
+surrounding = st.text(max_size=30)
+
+
+def encodings(secret):
+    raw = secret.encode("utf-8", "surrogatepass")
+    b64 = base64.b64encode(raw).decode()
+    url = base64.urlsafe_b64encode(raw).decode()
+    return [
+        secret,
+        b64,
+        b64.rstrip("="),
+        url,
+        url.rstrip("="),
+        quote(secret),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    ]
+
+
+def test_plain_and_encoded_forms_are_removed():
+    r = Redactor(["s3cr3t-Tok/en+=?"])
+    for form in encodings("s3cr3t-Tok/en+=?"):
+        out = r.redact(f"Authorization: Bearer {form} end")
+        assert form not in out
+        assert MARKER in out
+        assert out.startswith("Authorization: Bearer ") and out.endswith(" end")
+
+
+def test_secret_inside_longer_base64_any_alignment():
+    secret = "canary-7f3a9b1c"
+    r = Redactor([secret])
+    for prefix in (b"", b"a", b"ab", b"abc"):
+        blob = base64.b64encode(prefix + secret.encode() + b"tail!").decode()
+        # the characters that depend only on the secret's bytes
+        first = -(-len(prefix) * 8 // 6)
+        last = (len(prefix) + len(secret)) * 8 // 6
+        core = blob[first:last]
+        out = r.redact("data:" + blob)
+        assert core not in out
+        assert MARKER in out
+
+
+def test_secret_in_marker_does_not_come_back():
+    for secret in ("secret", "removed", "[", "e", "]"):
+        out = Redactor([secret]).redact(f"a {secret} b")
+        assert secret not in out
+
+
+def test_redact_obj():
+    r = Redactor(["tok123"])
+    value = {"tok123": ["x tok123", 1, {"k": "tok123"}], "n": None}
+    assert "tok123" not in json.dumps(r.redact_obj(value))
+
+
+def test_no_secrets_is_identity():
+    assert Redactor([]).redact("anything") == "anything"
+    assert Redactor([""]).redact("anything") == "anything"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(secrets, min_size=1, max_size=3), surrounding, surrounding)
+def test_random_secrets_never_survive(secret_list, before, after):
+    r = Redactor(secret_list)
+    for secret in secret_list:
+        for form in encodings(secret):
+            out = r.redact(before + form + after)
+            assert secret not in out
+            assert form not in out
+
+
+@settings(max_examples=100, deadline=None)
+@given(secrets, st.text(max_size=200))
+def test_output_never_holds_secret(secret, text):
+    out = Redactor([secret]).redact(text + secret + text)
+    assert secret not in out
