@@ -1,0 +1,117 @@
+"""Canary secrets, and searching everything the suite can see for them (CRED-3).
+
+Strategy: a secret the suite configures is a random token with a recognisable prefix, so
+it cannot occur by accident. A leak may be encoded, so each canary is searched for raw,
+URL-encoded, and base64-encoded at each of the three byte alignments it can take inside a
+longer base64 string (a header `Basic base64(user:token)` embeds it at any offset). What a
+search reports names the canary by its label and the encoding, never by its value, so a
+failure message cannot itself leak it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets as _random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+__all__ = ["CANARY_PREFIX", "Canary", "Secrets", "encodings"]
+
+CANARY_PREFIX = "mcphc-canary-"
+
+
+def _base64_cores(raw: bytes) -> list[str]:
+    """The part of base64(x + raw + y) that depends only on `raw`, for the 3 alignments of raw."""
+    cores = []
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode().rstrip("=")
+        start = {0: 0, 1: 2, 2: 3}[offset]
+        end = ((offset + len(raw)) * 8) // 6  # chars fully determined before any padding bits
+        cores.append(encoded[start:end])
+    return cores
+
+
+def encodings(value: str) -> dict[str, str]:
+    """encoding name -> the text to look for."""
+    raw = value.encode()
+    found: dict[str, str] = {"raw": value}
+    for name, text in (("url-encoded", quote(value, safe="")), ("form-encoded", quote_plus(value))):
+        if text != value:
+            found[name] = text
+    json_text = json.dumps(value)[1:-1]
+    if json_text != value:
+        found["json-escaped"] = json_text
+    for i, core in enumerate(_base64_cores(raw)):
+        found[f"base64@{i}"] = core
+        urlsafe = core.replace("+", "-").replace("/", "_")
+        if urlsafe != core:
+            found[f"base64url@{i}"] = urlsafe
+    return found
+
+
+@dataclass(frozen=True)
+class Canary:
+    label: str
+    value: str
+
+    def __str__(self) -> str:  # printing a canary never prints its value
+        return f"<secret {self.label}>"
+
+
+class Secrets:
+    """The canaries of one case: make them, then search for them anywhere."""
+
+    def __init__(self) -> None:
+        self.canaries: list[Canary] = []
+
+    def new(self, label: str = "secret", special: bool = False) -> str:
+        """A fresh secret value. `special` adds characters that change under URL and JSON
+        encoding (still valid in a header or environment value)."""
+        value = f"{CANARY_PREFIX}{label}-{_random.token_hex(12)}"
+        if special:
+            value += "/+=~%"
+        self.canaries.append(Canary(label, value))
+        return value
+
+    @property
+    def values(self) -> list[str]:
+        return [c.value for c in self.canaries]
+
+    def found_in(self, text: str | bytes | None, where: str = "text") -> list[str]:
+        """Descriptions ("<where>: secret LABEL (ENCODING)") of every canary found in `text`."""
+        if not text:
+            return []
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        hits = []
+        for canary in self.canaries:
+            for name, needle in encodings(canary.value).items():
+                if needle and needle in text:
+                    hits.append(f"{where}: secret {canary.label} ({name})")
+                    break
+        return hits
+
+    def found_in_texts(self, texts: Iterable[str | None], where: str = "what the user saw") -> list[str]:
+        return self.found_in("\n".join(t for t in texts if t), where)
+
+    def found_in_files(self, paths: Iterable[Path | str]) -> list[str]:
+        """Search files, and every file under the directories given."""
+        hits: list[str] = []
+        for path in map(Path, paths):
+            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            for f in files:
+                try:
+                    data = f.read_bytes()
+                except OSError:
+                    continue
+                hits.extend(self.found_in(data, str(f)))
+        return hits
+
+    def found_in_journal(self, journal, where: str = "journal", entries=None) -> list[str]:
+        """Search a mock's journal entries (all of them, or `entries`), in their JSON form."""
+        chosen = journal.entries() if entries is None else entries
+        text = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in chosen)
+        return self.found_in(text, where)

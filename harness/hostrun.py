@@ -1,0 +1,266 @@
+"""Driving the client under test for one case, without ever hanging the suite.
+
+Strategy: a case talks to the client only through `Host` (configure, start) and `Running`
+(statuses, ask, cancel, stop), which call the adapter and record everything the user saw
+(every `text`, status line, confirmation and acknowledgement prompt) so that secrets can
+be searched for afterwards (CRED-3), and every path the client reported writing. Every
+adapter call runs in a worker thread under a generous bound (`bounded`): a client that
+hangs fails its case with a clear message instead of stalling the run. Approval and
+acknowledgement answers are policies (a fixed answer, a list consumed in order, or a
+callable), recorded as they are given.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.adapter import (
+    Adapter,
+    ClientSession,
+    Confirmation,
+    HttpServer,
+    ServerConfig,
+    ServerStatus,
+    Shown,
+    StartOptions,
+    StdioServer,
+    Stopped,
+    Turn,
+)
+
+__all__ = ["HarnessTimeout", "Host", "Running", "Timeouts", "bounded"]
+
+
+class HarnessTimeout(AssertionError):
+    """An adapter call did not return within the harness's bound: the client hangs."""
+
+
+def bounded(what: str, call: Callable[[], Any], bound: float) -> Any:
+    """Run `call` in a daemon thread; its result, its exception, or HarnessTimeout after `bound` s."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread as is
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"adapter {what}", daemon=True).start()
+    if not done.wait(bound):
+        raise HarnessTimeout(
+            f"the client did not return from {what} within {bound:.1f} s (the harness's bound); "
+            "it hangs (raise --timeout-scale on a slow machine)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The scaled timeouts passed to the client, and the harness's own bounds."""
+
+    connect: float = 1.5  # StartOptions.connect_timeout
+    call: float = 1.0  # StartOptions.call_timeout
+    wait: float = 5.0  # bound of a journal wait for something that should happen soon
+    grace: float = 0.3  # how long to watch for something that must NOT happen (e.g. a retry)
+    scale: float = 1.0
+
+    @classmethod
+    def scaled(cls, scale: float) -> Timeouts:
+        return cls(connect=1.5 * scale, call=1.0 * scale, wait=5.0 * scale, grace=0.3 * scale, scale=scale)
+
+    def start_bound(self, connect: float) -> float:
+        return 2 * connect + 20 * self.scale
+
+    def ask_bound(self, connect: float, call: float) -> float:
+        return 4 * call + connect + 30 * self.scale
+
+    def config_bound(self) -> float:
+        return 15 * self.scale
+
+
+Approval = str | Sequence[str] | Callable[[Confirmation], str]
+Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
+
+
+def _policy(answer: Any, default: Any, kind: str) -> Callable[[Any], Any]:
+    if callable(answer):
+        return answer
+    if isinstance(answer, str | bool):
+        return lambda _prompt: answer
+    queue = list(answer)
+
+    def next_answer(_prompt: Any) -> Any:
+        return queue.pop(0) if queue else default
+
+    return next_answer
+
+
+class Running:
+    """A started client: its status lines, and the questions asked of it."""
+
+    def __init__(self, host: Host, session: ClientSession, options: StartOptions, elapsed: float) -> None:
+        self.host = host
+        self.session = session
+        self.options = options
+        self.elapsed = elapsed  # seconds start() took (DISC-2, DISC-11)
+        self.statuses: list[ServerStatus] = list(session.statuses)
+        self.text: str = session.text or ""
+        self.turns: list[Turn] = []
+        self.stopped: Stopped | None = None
+        host._saw(self.text, *(s.line for s in self.statuses), *(s.reason or "" for s in self.statuses))
+
+    def status(self, name: str) -> ServerStatus | None:
+        """The status record of server `name`, or None if the client reported none."""
+        return next((s for s in self.statuses if s.name == name), None)
+
+    def ask(
+        self,
+        question: str,
+        approve: Approval = "y",
+        acknowledge: Acknowledgement = True,
+        bound: float | None = None,
+    ) -> Turn:
+        """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
+        a callable(Confirmation) -> str. `acknowledge`: True / False / a list / a callable(str) -> bool."""
+        approver = _policy(approve, "", "approve")
+        acknowledger = _policy(acknowledge, False, "acknowledge")
+
+        def on_confirmation(confirmation: Confirmation) -> str:
+            self.host.confirmations.append(confirmation)
+            self.host._saw(confirmation.text, confirmation.arguments, confirmation.warning)
+            return approver(confirmation)
+
+        def on_acknowledgement(prompt: str) -> bool:
+            self.host.acknowledgements.append(prompt)
+            self.host._saw(prompt)
+            return bool(acknowledger(prompt))
+
+        limit = bound or self.host.timeouts.ask_bound(self.options.connect_timeout, self.options.call_timeout)
+        turn = bounded(
+            "ask()", lambda: self.session.ask(question, on_confirmation, on_acknowledgement), limit
+        )
+        self.turns.append(turn)
+        self.host._saw(turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements)
+        return turn
+
+    def cancel(self) -> None:
+        bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
+
+    def stop(self) -> Stopped:
+        """End the client the way its user would; idempotent."""
+        if self.stopped is None:
+            stopped = bounded("stop()", self.session.stop, self.host.timeouts.start_bound(self.options.connect_timeout))
+            self.stopped = stopped
+            self.host.session_files.extend(stopped.session_files)
+            self.host._saw(stopped.text)
+        return self.stopped
+
+
+@dataclass
+class Host:
+    """The client under test in one case: its HOME, project dir, model and what it showed."""
+
+    adapter: Adapter
+    home: Path
+    project: Path
+    model_url: str
+    model_key: str
+    timeouts: Timeouts
+    seen: list[str] = field(default_factory=list)  # every piece of text the user saw, in order
+    confirmations: list[Confirmation] = field(default_factory=list)
+    acknowledgements: list[str] = field(default_factory=list)
+    config_paths: list[Path] = field(default_factory=list)  # paths add_server reported writing
+    session_files: list[Path] = field(default_factory=list)
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    runs: list[Running] = field(default_factory=list)
+    ca_file: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for every start
+
+    def _saw(self, *texts: str | None) -> None:
+        self.seen.extend(t for t in texts if t)
+
+    def user_text(self) -> str:
+        """Everything the user saw so far, joined by newlines."""
+        return "\n".join(self.seen)
+
+    # configuration -------------------------------------------------------------------------
+    def add(self, server: ServerConfig) -> Shown:
+        shown = bounded(
+            f"add_server({server.name!r})", lambda: self.adapter.add_server(self.home, server), self.timeouts.config_bound()
+        )
+        self.servers[server.name] = server
+        self.config_paths.extend(Path(p) for p in shown.paths)
+        self._saw(shown.text)
+        return shown
+
+    def add_http(self, name: str, mock: Any, headers: dict[str, str] | None = None, url: str | None = None) -> Shown:
+        """Configure an HttpMock (its URL, or `url`); a TLS mock's CA becomes the CA to trust."""
+        if getattr(mock, "ca_file", None) is not None:
+            self.ca_file = Path(mock.ca_file)
+        return self.add(HttpServer(name=name, url=url or mock.url, headers=dict(headers or {})))
+
+    def add_stdio(
+        self, name: str, mock: Any, args: Sequence[str] = (), env: dict[str, str] | None = None
+    ) -> Shown:
+        """Configure a StdioMock (or anything with a `command` argv list)."""
+        command = list(mock.command)
+        return self.add(StdioServer(name=name, command=command[0], args=command[1:] + list(args), env=dict(env or {})))
+
+    def remove(self, name: str) -> Shown:
+        shown = bounded(
+            f"remove_server({name!r})", lambda: self.adapter.remove_server(self.home, name), self.timeouts.config_bound()
+        )
+        self.servers.pop(name, None)
+        self._saw(shown.text)
+        return shown
+
+    def list(self) -> Shown:
+        shown = bounded("list_servers()", lambda: self.adapter.list_servers(self.home), self.timeouts.config_bound())
+        self._saw(shown.text)
+        return shown
+
+    # running --------------------------------------------------------------------------------
+    def options(self, **overrides: Any) -> StartOptions:
+        options = StartOptions(
+            home=self.home,
+            cwd=self.project,
+            model_url=self.model_url,
+            model_key=self.model_key,
+            connect_timeout=self.timeouts.connect,
+            call_timeout=self.timeouts.call,
+            ca_file=self.ca_file,
+            env=dict(self.env),
+        )
+        return replace(options, **overrides)
+
+    def start(self, **overrides: Any) -> Running:
+        """Start the client (StartOptions fields may be overridden, e.g. resume=, connect_timeout=)."""
+        options = self.options(**overrides)
+        began = time.monotonic()
+        session = bounded(
+            "start()", lambda: self.adapter.start(options), self.timeouts.start_bound(options.connect_timeout)
+        )
+        running = Running(self, session, options, time.monotonic() - began)
+        self.runs.append(running)
+        return running
+
+    def stop_all(self) -> list[BaseException]:
+        """Stop every client still running (teardown); the problems met, never raised."""
+        problems: list[BaseException] = []
+        for running in self.runs:
+            if running.stopped is None:
+                try:
+                    running.stop()
+                except BaseException as exc:  # noqa: BLE001 - teardown reports, never masks the case
+                    problems.append(exc)
+        return problems

@@ -1,0 +1,122 @@
+"""Finding the client under test: an in-process adapter, or a driver command.
+
+Strategy: the implementation under test is chosen by an option or an environment
+variable (as fsspec's abstract tests and array-api-tests do), never by editing the suite.
+`--client` names a Python object as `module:attr` or by an entry-point name in the group
+`mcp_host_conformance.adapters`; the object may be an adapter, a class or a factory
+taking no arguments. `--client-cmd` starts any program that speaks the driver protocol
+(`harness.driver`). Everything that can go wrong raises `LoadError` with the fix in its
+message, so the plugin can turn it into one clear usage error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from importlib import metadata
+from typing import Any
+
+from harness.adapter import Adapter
+
+__all__ = [
+    "CLIENT_CMD_ENV",
+    "CLIENT_ENV",
+    "DEFAULT_CLIENT",
+    "ENTRY_POINT_GROUP",
+    "LoadError",
+    "adapter_entry_points",
+    "load_adapter",
+    "resolve_client",
+]
+
+ENTRY_POINT_GROUP = "mcp_host_conformance.adapters"
+DEFAULT_CLIENT = "reference"
+CLIENT_ENV = "MCP_HOST_CONFORMANCE_CLIENT"
+CLIENT_CMD_ENV = "MCP_HOST_CONFORMANCE_CLIENT_CMD"
+
+_OPERATIONS = ("describe", "add_server", "remove_server", "list_servers", "start")
+
+
+class LoadError(Exception):
+    """The client under test could not be loaded; the message says why and what to do."""
+
+
+def adapter_entry_points() -> dict[str, metadata.EntryPoint]:
+    """Installed adapters by entry-point name."""
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _import_attr(spec: str) -> Any:
+    module_name, _, attr_path = spec.partition(":")
+    if not module_name or not attr_path:
+        raise LoadError(f"--client {spec!r}: expected module:attr, e.g. mypkg.conformance:Adapter")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise LoadError(f"--client {spec!r}: cannot import module {module_name!r}: {exc}") from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise LoadError(f"--client {spec!r}: module {module_name!r} has no attribute {attr_path!r}") from None
+    return obj
+
+
+def resolve_client(spec: str) -> Any:
+    """The object `spec` names: `module:attr`, or an entry-point name."""
+    if ":" in spec:
+        return _import_attr(spec)
+    points = adapter_entry_points()
+    if spec not in points:
+        known = ", ".join(sorted(points)) or "none installed"
+        raise LoadError(
+            f"--client {spec!r}: no adapter of that name in entry-point group {ENTRY_POINT_GROUP!r} "
+            f"(installed: {known}); give module:attr instead"
+        )
+    try:
+        return points[spec].load()
+    except Exception as exc:  # an adapter package that fails to import is the user's to fix
+        raise LoadError(f"--client {spec!r}: loading entry point {points[spec].value!r} failed: {exc}") from exc
+
+
+def _instantiate(obj: Any, spec: str) -> Any:
+    # An adapter object is used as is; a class or a zero-argument factory is called once.
+    if not isinstance(obj, type) and all(callable(getattr(obj, op, None)) for op in _OPERATIONS):
+        return obj
+    if callable(obj):
+        try:
+            return obj()
+        except TypeError as exc:
+            raise LoadError(f"--client {spec!r}: {obj!r} must be callable without arguments: {exc}") from exc
+    return obj
+
+
+def _checked(adapter: Any, spec: str) -> Adapter:
+    missing = [op for op in _OPERATIONS if not callable(getattr(adapter, op, None))]
+    if missing:
+        raise LoadError(
+            f"--client {spec!r}: {type(adapter).__name__} is not an adapter; missing "
+            f"{', '.join(missing)} (see harness.adapter.Adapter)"
+        )
+    return adapter
+
+
+def load_adapter(
+    client: str | None = None, client_cmd: str | None = None, environ: dict[str, str] | None = None
+) -> Adapter:
+    """The adapter for `client` (module:attr or entry-point name) or `client_cmd` (a driver
+    command). Unset both: the environment variables, then the reference client."""
+    env = os.environ if environ is None else environ
+    if client and client_cmd:
+        raise LoadError("give --client or --client-cmd, not both")
+    if not client and not client_cmd:
+        client_cmd = env.get(CLIENT_CMD_ENV) or None
+        client = None if client_cmd else (env.get(CLIENT_ENV) or DEFAULT_CLIENT)
+    if client_cmd:
+        try:
+            from harness.driver import DriverAdapter
+        except ImportError as exc:
+            raise LoadError(f"--client-cmd needs harness.driver, which failed to import: {exc}") from exc
+        return DriverAdapter(client_cmd)
+    assert client is not None
+    return _checked(_instantiate(resolve_client(client), client), client)
