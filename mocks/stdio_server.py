@@ -1,0 +1,352 @@
+"""The stdio mock MCP server: a process speaking newline-delimited JSON-RPC on stdin/stdout.
+
+Strategy: it must answer `initialize` within 150 ms of spawn, so its start path imports
+only the standard library, `mocks.spec`, `mocks.journal` and the pure protocol functions
+of `mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It serves a `ServerSpec`
+exactly as the HTTP mock does (same `_rpc` answers), and journals to a JSON-lines file
+(`FileJournal`) because the reader lives in another process: one kind="process" entry at
+start (argv verbatim, the whole environment, pid, pgid, cwd), one kind="rpc" entry per line
+received, kind="event" entries for what it did (flood, exit, signal).
+
+Misbehaviours: `stderr_flood` is written synchronously on the main thread, at start and
+before each `tools/call` answer. That is deliberate (STDIO-4): a client that neither
+drains nor discards stderr fills the pipe and the mock blocks, so its calls stop working
+and the case sees it; a client that discards stderr never notices. `exit_at_once` exits
+before reading anything, `garbage` answers every line with non-JSON text, `oversize_at`
+answers that method with one line over the size in the spec (default 1 MiB + 64 KiB).
+
+Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which writes the
+spec file and names the journal and the command line, and `pid_alive` / `process_state`
+/ `pids_in_group`, to check that a client reaped what it started (STDIO-5).
+
+Run: `python /abs/path/mocks/stdio_server.py --spec FILE --journal FILE [extra args...]`
+(extra args are accepted and only recorded).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import sys
+import threading
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+
+
+def _make_mocks_importable() -> None:
+    # Run as a script, sys.path[0] is this folder: its modules would shadow nothing today,
+    # but the package root is what we want, and it also works without an install.
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == _HERE:
+        sys.path[0] = _ROOT
+    try:
+        import mocks.spec  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, _ROOT)
+
+
+_make_mocks_importable()
+
+from mocks import _rpc  # noqa: E402
+from mocks.journal import Entry, FileJournal  # noqa: E402
+from mocks.spec import ServerSpec, SpecError, dump_spec, load_spec  # noqa: E402
+
+SCRIPT = os.path.abspath(__file__)
+GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{\n"
+_FLOOD_CHUNK = b"E" * 65535 + b"\n"
+
+
+# ---- the process --------------------------------------------------------------------------
+
+
+def parse_args(args: list[str]) -> tuple[str | None, str | None, list[str]]:
+    """(--spec, --journal, everything else). Unknown arguments are kept, never refused."""
+    spec = journal = None
+    extra: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--spec", "--journal") and i + 1 < len(args):
+            if arg == "--spec":
+                spec = args[i + 1]
+            else:
+                journal = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--spec="):
+            spec = arg[len("--spec=") :]
+        elif arg.startswith("--journal="):
+            journal = arg[len("--journal=") :]
+        else:
+            extra.append(arg)
+        i += 1
+    return spec, journal, extra
+
+
+class StdioServer:
+    def __init__(self, spec: ServerSpec, journal_path: str | None) -> None:
+        self.spec = spec
+        self.tools = list(spec.tools)
+        self.journal_path = journal_path
+        self.out_lock = threading.Lock()
+        self.calls_answered = 0
+
+    # journal ---------------------------------------------------------------------------
+    def record(self, entry: Entry) -> None:
+        if self.journal_path:
+            try:
+                FileJournal.append_line(self.journal_path, entry)
+            except OSError:
+                pass  # a journal we cannot write must not take the protocol down
+
+    def event(self, name: str, **extra: Any) -> None:
+        self.record(Entry(kind="event", extra={"event": name, **extra}))
+
+    # output ----------------------------------------------------------------------------
+    def send_raw(self, data: bytes) -> None:
+        with self.out_lock:
+            try:
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.event("exit", reason="stdout-closed")
+                os._exit(0)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def flood(self, when: str) -> None:
+        left = self.spec.misbehaviour.stderr_flood
+        total = left
+        try:
+            while left > 0:
+                chunk = _FLOOD_CHUNK[:left]
+                written = os.write(2, chunk)
+                left -= written
+        except OSError as exc:  # stderr closed by the client: it discards, nothing to do
+            self.event("stderr-flooded", when=when, bytes=total - left, error=exc.strerror)
+            return
+        self.event("stderr-flooded", when=when, bytes=total)
+
+    # input -----------------------------------------------------------------------------
+    def handle_line(self, line: bytes) -> None:
+        text = line.strip()
+        if not text:
+            return
+        try:
+            message = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            self.record(
+                Entry(
+                    kind="rpc",
+                    body_size=len(line),
+                    extra={"raw": text[:200].decode("utf-8", "replace"), "error": "parse"},
+                )
+            )
+            self.reply_or_garbage(_rpc.error(None, _rpc.PARSE_ERROR, "Parse error"))
+            return
+        if isinstance(message, dict):
+            self.record(
+                Entry(
+                    kind="rpc",
+                    method=message.get("method")
+                    if isinstance(message.get("method"), str)
+                    else None,
+                    id=message.get("id"),
+                    params=message.get("params"),
+                    body_size=len(line),
+                )
+            )
+        else:
+            self.record(Entry(kind="rpc", body_size=len(line), extra={"message": message}))
+        kind, problem = _rpc.classify(message)
+        if kind == "invalid" and problem is not None:
+            self.reply_or_garbage(problem)
+        elif kind == "request":
+            self.handle_request(message)
+        # notifications and responses from the client need no answer
+
+    def reply_or_garbage(self, message: dict[str, Any]) -> None:
+        if self.spec.misbehaviour.garbage:
+            self.send_raw(GARBAGE)
+        else:
+            self.send(message)
+
+    def handle_request(self, message: dict[str, Any]) -> None:
+        method = message["method"]
+        bad = self.spec.misbehaviour
+        if bad.garbage:
+            self.send_raw(GARBAGE)
+            return
+        if method in bad.stall:
+            self.event("stalled", method=method, id=message.get("id"))
+            return
+        delay = bad.delays.get(method)
+        if delay:
+            timer = threading.Timer(float(delay), self.answer, args=(message,))
+            timer.daemon = True
+            timer.start()
+        else:
+            self.answer(message)
+
+    def answer(self, message: dict[str, Any]) -> None:
+        method = message["method"]
+        bad = self.spec.misbehaviour
+        serving = ServerSpec(
+            name=self.spec.name,
+            tools=self.tools,
+            page_size=self.spec.page_size,
+            instructions=self.spec.instructions,
+        )
+        reply = _rpc.answer(serving, message)
+        if method == bad.oversize_at and "result" in reply:
+            reply = {**reply, "result": _rpc.padded(reply["result"], bad.oversize_bytes)}
+            self.event("oversized", method=method, bytes=bad.oversize_bytes)
+        if method == "tools/call" and bad.stderr_flood:
+            self.flood("tools/call")
+        self.send(reply)
+        if method == "tools/call":
+            self.calls_answered += 1
+            if bad.change_tools_after_call and self.calls_answered == 1:
+                self.tools = list(bad.changed_tools)
+                self.send(_rpc.notification("notifications/tools/list_changed"))
+                self.event("tools-changed", count=len(self.tools))
+
+    def serve(self) -> int:
+        stdin = sys.stdin.buffer
+        while True:
+            line = stdin.readline()
+            if not line:
+                self.event("exit", reason="stdin-closed")
+                return 0
+            self.handle_line(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    full_argv = list(sys.argv) if argv is None else list(argv)
+    spec_path, journal_path, extra = parse_args(full_argv[1:])
+    if journal_path:
+        journal_path = os.path.abspath(journal_path)
+    try:
+        spec = load_spec(spec_path) if spec_path else ServerSpec()
+    except SpecError as exc:
+        print(f"mocks.stdio_server: {exc}", file=sys.stderr)
+        return 2
+    server = StdioServer(spec, journal_path)
+    server.record(
+        Entry(
+            kind="process",
+            argv=full_argv,
+            env=dict(os.environ),
+            pid=os.getpid(),
+            pgid=os.getpgid(0),
+            extra={
+                "cwd": os.getcwd(),
+                "ppid": os.getppid(),
+                "sid": os.getsid(0),
+                "extra_args": extra,
+            },
+        )
+    )
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        server.event("exit", reason="signal", signal=signal.Signals(signum).name)
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    bad = spec.misbehaviour
+    if bad.exit_at_once is not None:
+        server.event("exit", reason="exit_at_once", code=bad.exit_at_once)
+        return int(bad.exit_at_once)
+    if bad.stderr_flood:
+        server.flood("start")
+    try:
+        return server.serve()
+    except KeyboardInterrupt:
+        server.event("exit", reason="signal", signal="SIGINT")
+        return 130
+
+
+# ---- preparing one, and checking on it, from the test side ---------------------------------
+
+_counter = itertools.count()
+
+
+class StdioMock:
+    """A stdio mock ready to be spawned by a client: spec file, journal file, command."""
+
+    def __init__(self, spec: ServerSpec, workdir: str | os.PathLike[str]) -> None:
+        self.spec = spec
+        workdir = os.path.abspath(os.fspath(workdir))
+        os.makedirs(workdir, exist_ok=True)
+        stem = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)}-{os.getpid()}-{next(_counter)}"
+        self.spec_path = os.path.join(workdir, f"{stem}.spec.json")
+        self.journal_path = os.path.join(workdir, f"{stem}.journal.jsonl")
+        dump_spec(spec, self.spec_path)
+        self.journal = FileJournal(self.journal_path)
+        self.command = [
+            sys.executable,
+            SCRIPT,
+            "--spec",
+            self.spec_path,
+            "--journal",
+            self.journal_path,
+        ]
+
+    def process_entries(self) -> list[Entry]:
+        """One entry per time the mock was started (argv, env, pid, pgid, cwd)."""
+        return self.journal.entries(kind="process")
+
+    def pids(self) -> list[int]:
+        return [e.pid for e in self.process_entries() if e.pid is not None]
+
+    def live_pids(self) -> list[int]:
+        """Recorded pids still present, zombies included (started but not reaped)."""
+        return [p for p in self.pids() if pid_alive(p)]
+
+
+def process_state(pid: int) -> str:
+    """ "gone", "zombie" (exited, not reaped by its parent) or "running" (any other state)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return "gone"
+    except OSError:
+        return "running"
+    # The command name may hold spaces and parentheses: the state follows the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    if fields and fields[0] == "X":  # dead, being removed
+        return "gone"
+    return "zombie" if fields and fields[0] == "Z" else "running"
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the pid exists at all, zombies included: a zombie was never reaped."""
+    return process_state(pid) != "gone"
+
+
+def pids_in_group(pgid: int) -> list[int]:
+    """Every process (zombies included) whose process group is `pgid`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid):
+            found.append(int(name))
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main())
