@@ -1,0 +1,265 @@
+"""The server configuration in the user's home directory (CFG-1..CFG-5, NET-1).
+
+Strategy: configuration is consent. A server reaches the program only through this file,
+which lives under the user's home (XDG_CONFIG_HOME respected) and never in the working
+directory, so a project cannot add servers (CFG-2). The file holds header and environment
+values, so it is private from the moment it exists: created 0600 in a 0700 directory and
+written atomically (temporary file + rename) so a crash never leaves half a file; looser
+modes found on disk are tightened. This module only reads and writes the file; adding a
+server never connects to it (CFG-1).
+
+`url_refusal` is the NET-1 rule as a pure function: HTTPS, or plain HTTP to loopback only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shlex
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = [
+    "APP_DIR",
+    "ConfigError",
+    "ConfigStore",
+    "HttpServerConfig",
+    "ServerConfig",
+    "StdioServerConfig",
+    "config_home",
+    "destination",
+    "name_refusal",
+    "secrets_of",
+    "url_refusal",
+]
+
+APP_DIR = "mcp-reference-host"
+FILE_NAME = "servers.json"
+_VERSION = 1
+
+
+class ConfigError(Exception):
+    """A configuration problem the user can fix; the message never holds a secret."""
+
+
+@dataclass
+class HttpServerConfig:
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StdioServerConfig:
+    name: str
+    command: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+ServerConfig = HttpServerConfig | StdioServerConfig
+
+
+def config_home(environ: Mapping[str, str]) -> Path:
+    """XDG_CONFIG_HOME if set to an absolute path, else HOME/.config (never the cwd)."""
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg)
+    home = environ.get("HOME", "")
+    if not home or not os.path.isabs(home):
+        raise ConfigError("HOME is not set to an absolute path; cannot find the configuration")
+    return Path(home) / ".config"
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) 0700; tighten it if it is looser."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        path.chmod(0o700)
+    return path
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Atomically replace `path` with `data`, mode 0600 from creation."""
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # O_CREAT on an existing temp file keeps its old mode
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def name_refusal(name: str) -> str | None:
+    if not name or not name.strip():
+        return "the server name is empty"
+    if len(name) > 64:
+        return "the server name is longer than 64 characters"
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        return "the server name must not contain spaces or control characters"
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_refusal(url: str) -> str | None:
+    """Why a server URL is refused (NET-1), or None when it is acceptable."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        return "the URL is not valid"
+    if parts.scheme not in ("https", "http"):
+        return "the URL must use HTTPS (https://...)"
+    if not host:
+        return "the URL has no host name"
+    if parts.username is not None or parts.password is not None:
+        return "the URL must not contain a user name or password; configure a header instead"
+    if parts.scheme == "http" and not _is_loopback(host):
+        return (
+            "plain HTTP is refused for a non-loopback host; use HTTPS "
+            "(plain http:// is allowed only for localhost, 127.0.0.0/8 and ::1)"
+        )
+    return None
+
+
+def destination(server: ServerConfig) -> str:
+    """Where a server's calls go: its URL, or its command line as the user would type it."""
+    if isinstance(server, HttpServerConfig):
+        return server.url
+    return shlex.join([server.command, *server.args])
+
+
+def secrets_of(servers: Iterable[ServerConfig]) -> list[str]:
+    """Every configured header and environment value."""
+    found: list[str] = []
+    for server in servers:
+        values = server.headers if isinstance(server, HttpServerConfig) else server.env
+        found.extend(value for value in values.values() if value)
+    return found
+
+
+def _to_json(server: ServerConfig) -> dict:
+    if isinstance(server, HttpServerConfig):
+        return {"name": server.name, "type": "http", "url": server.url, "headers": server.headers}
+    return {
+        "name": server.name,
+        "type": "stdio",
+        "command": server.command,
+        "args": server.args,
+        "env": server.env,
+    }
+
+
+def _str_dict(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _from_json(entry: object, index: int) -> ServerConfig:
+    problem = f"server entry {index + 1} is malformed"
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise ConfigError(problem)
+    if entry.get("type") == "http":
+        url, headers = entry.get("url"), entry.get("headers", {})
+        if not isinstance(url, str) or not _str_dict(headers):
+            raise ConfigError(problem)
+        return HttpServerConfig(entry["name"], url, dict(headers))
+    if entry.get("type") == "stdio":
+        command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
+        if (
+            not isinstance(command, str)
+            or not isinstance(args, list)
+            or not all(isinstance(a, str) for a in args)
+            or not _str_dict(env)
+        ):
+            raise ConfigError(problem)
+        return StdioServerConfig(entry["name"], command, list(args), dict(env))
+    raise ConfigError(problem)
+
+
+class ConfigStore:
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.directory = config_home(environ) / APP_DIR
+        self.path = self.directory / FILE_NAME
+
+    def load(self) -> list[ServerConfig]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from None
+        self._tighten()
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            # The message names the file, never its content: it holds secrets.
+            raise ConfigError(f"{self.path} is not valid JSON; fix or remove it") from None
+        if not isinstance(document, dict) or not isinstance(document.get("servers"), list):
+            raise ConfigError(f"{self.path} has no list of servers; fix or remove it")
+        try:
+            return [_from_json(entry, i) for i, entry in enumerate(document["servers"])]
+        except ConfigError as exc:
+            raise ConfigError(f"{self.path}: {exc}; fix or remove it") from None
+
+    def _tighten(self) -> None:
+        for path, mode in ((self.directory, 0o700), (self.path, 0o600)):
+            try:
+                if stat.S_IMODE(path.stat().st_mode) != mode:
+                    path.chmod(mode)
+            except FileNotFoundError:
+                pass
+
+    def save(self, servers: list[ServerConfig]) -> Path:
+        document = {"version": _VERSION, "servers": [_to_json(s) for s in servers]}
+        data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        private_dir(self.directory)
+        write_private(self.path, data)
+        return self.path
+
+    def add(self, server: ServerConfig) -> Path:
+        """Add a server (never connecting to it). Refuses a duplicate or invalid name."""
+        refusal = name_refusal(server.name)
+        if refusal:
+            raise ConfigError(f"cannot add the server: {refusal}")
+        servers = self.load()
+        if any(existing.name == server.name for existing in servers):
+            raise ConfigError(
+                f"a server named {server.name!r} already exists; remove it first "
+                f"(mcp remove {server.name})"
+            )
+        servers.append(server)
+        return self.save(servers)
+
+    def remove(self, name: str) -> bool:
+        servers = self.load()
+        kept = [server for server in servers if server.name != name]
+        if len(kept) == len(servers):
+            return False
+        self.save(kept)
+        return True
