@@ -92,7 +92,7 @@ Approval = str | Sequence[str] | Callable[[Confirmation], str]
 Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
 
 
-def _policy(answer: Any, default: Any, kind: str) -> Callable[[Any], Any]:
+def _policy(answer: Any, default: Any) -> Callable[[Any], Any]:
     if callable(answer):
         return answer
     if isinstance(answer, str | bool):
@@ -132,8 +132,8 @@ class Running:
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list / a callable(str) -> bool."""
-        approver = _policy(approve, "", "approve")
-        acknowledger = _policy(acknowledge, False, "acknowledge")
+        approver = _policy(approve, "")
+        acknowledger = _policy(acknowledge, False)
 
         def on_confirmation(confirmation: Confirmation) -> str:
             self.host.confirmations.append(confirmation)

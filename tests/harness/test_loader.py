@@ -1,0 +1,117 @@
+"""Loading the client under test by module:attr, entry point, environment, or driver command."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from harness import loader
+from harness.adapter import Description
+from harness.loader import LoadError, load_adapter
+
+
+class GoodAdapter:
+    def describe(self):
+        return Description("good", "1")
+
+    def add_server(self, home, server): ...
+
+    def remove_server(self, home, name): ...
+
+    def list_servers(self, home): ...
+
+    def start(self, options): ...
+
+
+INSTANCE = GoodAdapter()
+
+
+def make_adapter() -> GoodAdapter:
+    return GoodAdapter()
+
+
+class NotAnAdapter:
+    def describe(self): ...
+
+
+@pytest.fixture(autouse=True)
+def fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("fake_adapters")
+    module.GoodAdapter = GoodAdapter
+    module.INSTANCE = INSTANCE
+    module.make_adapter = make_adapter
+    module.NotAnAdapter = NotAnAdapter
+    monkeypatch.setitem(sys.modules, "fake_adapters", module)
+
+
+@pytest.mark.parametrize("attr", ["GoodAdapter", "INSTANCE", "make_adapter"])
+def test_module_attr_gives_an_adapter(attr: str) -> None:
+    adapter = load_adapter(f"fake_adapters:{attr}")
+    assert adapter.describe().name == "good"
+
+
+def test_an_adapter_instance_is_used_as_is() -> None:
+    assert load_adapter("fake_adapters:INSTANCE") is INSTANCE
+
+
+def test_missing_operations_are_named() -> None:
+    with pytest.raises(LoadError, match="missing add_server, remove_server, list_servers, start"):
+        load_adapter("fake_adapters:NotAnAdapter")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_module_xyz:A", "cannot import module 'no_such_module_xyz'"),
+        ("fake_adapters:Missing", "has no attribute 'Missing'"),
+        ("fake_adapters:", "expected module:attr"),
+        ("no-such-entry-point", "no adapter of that name"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong(spec: str, message: str) -> None:
+    with pytest.raises(LoadError, match=message):
+        load_adapter(spec)
+
+
+def test_client_and_client_cmd_together_are_refused() -> None:
+    with pytest.raises(LoadError, match="not both"):
+        load_adapter("fake_adapters:GoodAdapter", "./driver")
+
+
+def test_entry_point_name_is_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Point:
+        name = "mine"
+        value = "fake_adapters:GoodAdapter"
+
+        def load(self):
+            return GoodAdapter
+
+    monkeypatch.setattr(loader, "adapter_entry_points", lambda: {"mine": Point()})
+    assert load_adapter("mine").describe().name == "good"
+
+
+def test_environment_chooses_the_client_when_no_option() -> None:
+    adapter = load_adapter(environ={loader.CLIENT_ENV: "fake_adapters:GoodAdapter"})
+    assert isinstance(adapter, GoodAdapter)
+
+
+def test_reference_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = []
+    monkeypatch.setattr(loader, "resolve_client", lambda spec: seen.append(spec) or GoodAdapter)
+    load_adapter(environ={})
+    assert seen == ["reference"]
+
+
+def test_client_cmd_gives_the_driver_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = types.ModuleType("harness.driver")
+
+    class DriverAdapter:
+        def __init__(self, command: str) -> None:
+            self.command = command
+
+    driver.DriverAdapter = DriverAdapter
+    monkeypatch.setitem(sys.modules, "harness.driver", driver)
+    assert load_adapter(None, "./my-driver --flag").command == "./my-driver --flag"
+    assert load_adapter(environ={loader.CLIENT_CMD_ENV: "./d"}).command == "./d"

@@ -1,0 +1,257 @@
+"""The plugin seen from pytest: options, markers, applicability, and the case fixtures,
+driven against a tiny fake client in a pytester sandbox."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAKE_CLIENT = textwrap.dedent(
+    '''
+    import threading
+    from harness.adapter import (CallResult, Confirmation, Description, ServerStatus, Shown,
+                                 Stopped, Turn)
+
+    BLOCK = threading.Event()
+
+    class Session:
+        def __init__(self, options, servers):
+            self.options = options
+            self.statuses = [ServerStatus(n, True, 1, "dest", line=f"MCP server {n}: 1 tools from dest")
+                             for n in servers]
+            self.text = "started\\n" + "\\n".join(s.line for s in self.statuses)
+            self.stopped = False
+
+        def ask(self, question, approve, acknowledge):
+            if question == "hang":
+                BLOCK.wait(30)
+            c = Confirmation("docs", "dest", "query", '{"q": 1}', "careful", "Server: docs ...")
+            answer = approve(c)
+            status = "completed" if answer == "y" else "denied"
+            return Turn(True, [c], [CallResult("mcp_docs_query", status, "out")], [], "answer", "turn text")
+
+        def cancel(self):
+            pass
+
+        def stop(self):
+            self.stopped = True
+            return Stopped("s1", [], "bye")
+
+    class FakeAdapter:
+        profiles = frozenset({"verified-add"})
+
+        def __init__(self):
+            self.servers = {}
+
+        def describe(self):
+            return Description("fake", "0.1", self.profiles, project_config_files=[".fake.json"])
+
+        def add_server(self, home, server):
+            self.servers[server.name] = server
+            return Shown(f"added {server.name}", [home / "cfg.json"])
+
+        def remove_server(self, home, name):
+            self.servers.pop(name, None)
+            return Shown(f"removed {name}")
+
+        def list_servers(self, home):
+            return Shown("\\n".join(self.servers))
+
+        def start(self, options):
+            return Session(options, list(self.servers))
+    '''
+)
+
+CONFTEST = textwrap.dedent(
+    '''
+    import pytest
+    from mocks.journal import Journal
+
+    class StubModel:
+        url = "http://127.0.0.1:9/v1"
+        api_key = "k"
+        journal = Journal()
+        def close(self):
+            pass
+
+    @pytest.fixture
+    def model(case):
+        stub = StubModel()
+        case.mocks.append(stub)
+        return stub
+    '''
+)
+
+
+@pytest.fixture
+def sandbox(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(fakeclient=FAKE_CLIENT)
+    pytester.mkdir("conformance")
+    (pytester.path / "conformance" / "conftest.py").write_text(CONFTEST)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _case(pytester: pytest.Pytester, body: str) -> None:
+    (pytester.path / "conformance" / "test_case.py").write_text(
+        "import pytest\nfrom harness.outcomes import check\n\n" + textwrap.dedent(body)
+    )
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess("--client", "fakeclient:FakeAdapter", "-p", "no:randomly", *args)
+
+
+def test_options_are_registered_in_one_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess("--help")
+    result.stdout.fnmatch_lines(["*MCP host conformance*"])
+    text = result.stdout.str()
+    for option in ("--client", "--client-cmd", "--run-slow", "--report-json", "--expected-failures", "--strict"):
+        assert option in text
+
+
+def test_markers_pass_strict_markers(sandbox: pytest.Pytester) -> None:
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.profile("verified-add")
+        @pytest.mark.needs_cancel
+        @pytest.mark.slow
+        def test_marked():
+            pass
+        """,
+    )
+    result = run(sandbox, "--strict-markers", "--run-slow", "-rs")
+    result.assert_outcomes(skipped=1)  # needs_cancel: the fake cannot cancel
+    result.stdout.fnmatch_lines(["*not applicable: fake cannot cancel*"])
+
+
+def test_unclaimed_profile_is_not_applicable(sandbox: pytest.Pytester) -> None:
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("PIN-1")
+        @pytest.mark.profile("pinning")
+        def test_pinned():
+            raise AssertionError("must not run")
+
+        @pytest.mark.requirements("SYNC-1")
+        @pytest.mark.profile("verified-add")
+        def test_claimed():
+            pass
+        """,
+    )
+    result = run(sandbox, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*not applicable: profile pinning not claimed by fake*"])
+
+
+def test_case_without_requirements_is_rejected(sandbox: pytest.Pytester) -> None:
+    _case(sandbox, "def test_unmarked():\n    pass\n")
+    result = run(sandbox)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*must name the requirements it checks*"])
+
+
+def test_unknown_requirement_id_is_rejected(sandbox: pytest.Pytester) -> None:
+    _case(sandbox, '@pytest.mark.requirements("NOPE-9")\ndef test_x():\n    pass\n')
+    result = run(sandbox)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown requirement ID(s) NOPE-9*"])
+
+
+def test_slow_case_skipped_without_run_slow(sandbox: pytest.Pytester) -> None:
+    _case(sandbox, '@pytest.mark.requirements("DISC-3")\n@pytest.mark.slow\ndef test_x():\n    pass\n')
+    result = run(sandbox, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*run with --run-slow*"])
+
+
+def test_unloadable_client_is_a_usage_error(sandbox: pytest.Pytester) -> None:
+    _case(sandbox, '@pytest.mark.requirements("CFG-1")\ndef test_x():\n    pass\n')
+    result = sandbox.runpytest_inprocess("--client", "no_such_module:Adapter", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cannot import module 'no_such_module'*"])
+
+
+def test_report_header_names_the_client(sandbox: pytest.Pytester) -> None:
+    _case(sandbox, '@pytest.mark.requirements("CFG-1")\ndef test_x():\n    pass\n')
+    result = run(sandbox)
+    result.stdout.fnmatch_lines(["mcp-host-conformance: client fake 0.1 (profiles: verified-add;*"])
+
+
+def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
+    _case(
+        sandbox,
+        """
+        from harness.adapter import HttpServer
+
+        @pytest.mark.requirements("APR-4")
+        def test_flow(host, secrets, timeouts, home, project):
+            token = secrets.new("tok")
+            shown = host.add(HttpServer("docs", "http://127.0.0.1:1/mcp", {"Authorization": token}))
+            assert host.config_paths == [home / "cfg.json"]
+            running = host.start()
+            assert running.status("docs").tools == 1 and running.status("nope") is None
+            assert running.options.connect_timeout == timeouts.connect and running.options.cwd == project
+            answers = []
+            turn = running.ask("q", approve=lambda c: answers.append(c.tool) or "n")
+            assert answers == ["query"] and turn.calls[0].status == "denied"
+            assert [c.tool for c in host.confirmations] == ["query"]
+            assert running.stop().session_id == "s1"
+            seen = host.user_text()
+            for piece in ("added docs", "MCP server docs: 1 tools", "Server: docs", "turn text", "bye"):
+                assert piece in seen
+            assert secrets.found_in(seen) == []
+            assert secrets.found_in("x " + token) == ["text: secret tok (raw)"]
+        """,
+    )
+    run(sandbox).assert_outcomes(passed=1)
+
+
+def test_a_hanging_client_fails_its_case_and_the_run_goes_on(sandbox: pytest.Pytester) -> None:
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("APR-1")
+        def test_hang(host):
+            running = host.start()
+            try:
+                running.ask("hang")
+            finally:
+                import fakeclient
+                fakeclient.BLOCK.set()
+
+        @pytest.mark.requirements("APR-1")
+        def test_after():
+            pass
+        """,
+    )
+    result = run(sandbox, "--timeout-scale", "0.02")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*did not return from ask() within*"])
+
+
+def test_case_dirs_are_removed_after_the_case(sandbox: pytest.Pytester) -> None:
+    _case(
+        sandbox,
+        """
+        import pathlib
+        ROOTS = []
+
+        @pytest.mark.requirements("CFG-1")
+        def test_a(case, home):
+            assert home.is_dir() and (home.stat().st_mode & 0o777) == 0o700
+            ROOTS.append(case.root)
+            raise AssertionError("fails on purpose")
+
+        @pytest.mark.requirements("CFG-1")
+        def test_b():
+            assert ROOTS and not ROOTS[0].exists()
+        """,
+    )
+    run(sandbox).assert_outcomes(passed=1, failed=1)
