@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 
 import httpx
@@ -183,3 +186,42 @@ def test_admin_endpoints_script_journal_reset(model):
         assert [e["path"] for e in journal] == ["/v1/responses"]
         assert c.post(root + "/__reset").status_code == 200
         assert c.get(root + "/__journal").json() == []
+
+
+def run_standalone(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mocks.responses", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_standalone_with_a_script_file_and_sigterm(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"type": "text", "text": "scripted"}]))
+    proc = run_standalone("--script", str(script))
+    try:
+        info = json.loads(proc.stdout.readline())
+        assert info["name"] == "responses" and info["journal"].endswith("/__journal")
+        with httpx.Client(headers={"Authorization": f"Bearer {info['api_key']}"}, timeout=5) as c:
+            reply = c.post(info["url"] + "/responses", json={"model": "m", "input": "q"})
+            assert reply.json()["output"][0]["content"][0]["text"] == "scripted"
+            assert len(c.get(info["journal"]).json()) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_standalone_rejects_a_bad_script(tmp_path):
+    script = tmp_path / "bad.json"
+    script.write_text('[{"type": "sing"}]')
+    proc = run_standalone("--script", str(script))
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 2
+    assert err.strip().count("\n") == 0 and "script[0]" in err
