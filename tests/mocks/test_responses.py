@@ -225,3 +225,12 @@ def test_standalone_rejects_a_bad_script(tmp_path):
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 2
     assert err.strip().count("\n") == 0 and "script[0]" in err
+
+
+def test_keep_alive_reuses_one_connection(model, client):
+    model.script([Step.text("a"), Step.text("b")])
+    ask(client)
+    ask(client, stream=True)
+    ask(client)
+    connections = {e.connection for e in model.journal.entries(kind="http")}
+    assert len(connections) == 1
