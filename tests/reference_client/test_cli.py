@@ -1,0 +1,169 @@
+import io
+import os
+import stat
+
+import pytest
+
+from reference_client.cli import main
+from reference_client.config import ConfigStore, HttpServerConfig, StdioServerConfig
+
+SECRET = "canary-SeCrEt-4711"
+
+
+@pytest.fixture
+def environ(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    return {"HOME": str(home), "DOCS_KEY": SECRET}
+
+
+def run(argv, environ, stdin_text=""):
+    out = io.StringIO()
+    code = main(argv, environ=environ, stdin=io.StringIO(stdin_text), stdout=out)
+    return code, out.getvalue()
+
+
+def test_help_everywhere(environ):
+    for argv in (["--help"], ["mcp", "--help"], ["mcp", "add", "--help"], ["chat", "--help"]):
+        code, out = run(argv, environ)
+        assert code == 0 and "usage:" in out
+
+
+def test_add_with_prompted_header_does_not_echo(environ):
+    code, out = run(
+        ["mcp", "add", "docs", "https://docs.example/mcp", "--header", "X-Api-Key"],
+        environ,
+        stdin_text=SECRET + "\n",
+    )
+    assert code == 0, out
+    assert SECRET not in out
+    assert "X-Api-Key" in out and "Not connected yet" in out
+    store = ConfigStore(environ)
+    assert store.load() == [
+        HttpServerConfig("docs", "https://docs.example/mcp", {"X-Api-Key": SECRET})
+    ]
+    assert str(store.path) in out
+    assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
+
+
+def test_add_header_from_env_and_list_hides_values(environ):
+    code, out = run(
+        [
+            "mcp",
+            "add",
+            "docs",
+            "https://d.example/mcp",
+            "--header-from-env",
+            "Authorization=DOCS_KEY",
+        ],
+        environ,
+    )
+    assert code == 0, out
+    code, out = run(
+        [
+            "mcp",
+            "add",
+            "local",
+            "--command",
+            "/bin/srv",
+            "--arg=a;b",
+            "--arg",
+            "$HOME",
+            "--env-from-env",
+            "TOKEN=DOCS_KEY",
+        ],
+        environ,
+    )
+    assert code == 0, out
+    code, out = run(["mcp", "list"], environ)
+    assert code == 0
+    assert SECRET not in out
+    assert "docs" in out and "https://d.example/mcp" in out and "Authorization" in out
+    assert "local" in out and "TOKEN" in out and "/bin/srv 'a;b' '$HOME'" in out
+    servers = ConfigStore(environ).load()
+    assert servers[1] == StdioServerConfig("local", "/bin/srv", ["a;b", "$HOME"], {"TOKEN": SECRET})
+
+
+def test_secret_on_argv_is_refused_without_echo(environ):
+    for argv in (
+        ["mcp", "add", "d", "https://d.example/mcp", "--header", f"Authorization: Bearer {SECRET}"],
+        ["mcp", "add", "d", "https://d.example/mcp", "--header", f"X-Key={SECRET}"],
+        ["mcp", "add", "d", "--command", "x", "--env", f"TOKEN={SECRET}"],
+        ["mcp", "add", "d", "https://d.example/mcp", "--header", "Authorization", "Bearer", SECRET],
+    ):
+        code, out = run(argv, environ, stdin_text="v\n")
+        assert code == 2, argv
+        assert SECRET not in out
+        assert out.count("\n") == 1 or "prompt" in out
+    assert ConfigStore(environ).load() == []
+    code, out = run(["mcp", "add", "d", "https://d.example/mcp", "--header", "A: b"], environ)
+    assert "--header-from-env" in out and "prompt" in out
+
+
+def test_add_errors(environ):
+    assert run(["mcp", "add", "d", "https://d.example/mcp"], environ)[0] == 0
+    code, out = run(["mcp", "add", "d", "https://e.example/mcp"], environ)
+    assert code == 1 and "already exists" in out
+    assert run(["mcp", "add", "e"], environ)[0] == 2
+    assert run(["mcp", "add", "e", "ftp://x/"], environ)[0] == 2
+    code, out = run(["mcp", "add", "e", f"https://u:{SECRET}@x/"], environ)
+    assert code == 2 and SECRET not in out
+    code, out = run(["mcp", "add", "e", "https://x/", "--header-from-env", "A=MISSING"], environ)
+    assert code == 2 and "MISSING" in out
+    code, out = run(["mcp", "add", "e", "https://x/", "--header", "A"], environ, stdin_text="")
+    assert code == 2 and "no value" in out
+    assert run(["mcp", "add", "e", "https://x/", "--arg", "a"], environ)[0] == 2
+
+
+def test_plain_http_warns_but_saves(environ):
+    code, out = run(["mcp", "add", "far", "http://example.com/mcp"], environ)
+    assert code == 0 and "HTTPS" in out and "Warning" in out
+    code, out = run(["mcp", "add", "near", "http://127.0.0.1:9/mcp"], environ)
+    assert code == 0 and "Warning" not in out
+
+
+def test_remove(environ):
+    run(["mcp", "add", "d", "https://d.example/mcp"], environ)
+    assert run(["mcp", "remove", "d"], environ) == (0, "Removed MCP server d.\n")
+    code, out = run(["mcp", "remove", "d"], environ)
+    assert code == 1 and "no server named" in out
+    code, out = run(["mcp", "list"], environ)
+    assert "No MCP servers" in out
+
+
+def test_usage_errors_exit_2(environ):
+    assert run([], environ)[0] == 2
+    assert run(["bogus"], environ)[0] == 2
+    assert run(["mcp", "remove"], environ)[0] == 2
+
+
+def test_damaged_config_is_one_line_without_content(environ):
+    run(["mcp", "add", "d", "https://d.example/mcp", "--header-from-env", "K=DOCS_KEY"], environ)
+    path = ConfigStore(environ).path
+    path.write_text(path.read_text()[:-3])
+    code, out = run(["mcp", "list"], environ)
+    assert code == 1 and SECRET not in out and out.count("\n") == 1
+
+
+def test_sessions_listing(environ):
+    code, out = run(["sessions"], environ)
+    assert code == 0 and "No saved sessions" in out
+    from reference_client.sessions import SessionLog
+
+    with SessionLog.create(environ) as log:
+        log.append({"type": "message", "role": "user", "content": "How do hooks work?"})
+    code, out = run(["sessions"], environ)
+    assert log.id in out and "How do hooks work?" in out
+
+
+def test_chat_needs_a_model_key(environ):
+    code, out = run(["chat"], {k: v for k, v in environ.items()})
+    assert code == 2 and "OPENAI_API_KEY" in out
+
+
+def test_chat_resume_unknown_session(environ):
+    pytest.importorskip("reference_client.host")
+    code, out = run(
+        ["chat", "--resume", "20260101-000000-abcdef"], {**environ, "OPENAI_API_KEY": "k"}
+    )
+    assert code == 1 and "no session" in out
