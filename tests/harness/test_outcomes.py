@@ -1,0 +1,81 @@
+import pytest
+
+from harness.outcomes import (
+    EXPECTED_FAILURE,
+    FAILED,
+    INFO,
+    NOT_APPLICABLE,
+    PASSED,
+    SKIPPED,
+    UNCOVERED,
+    WARNING,
+    ConformanceFailure,
+    case_outcome,
+    check,
+    is_failing,
+    severest_level,
+    worst,
+)
+
+
+def test_check_passes_silently():
+    check(True, ids="APR-2", expected="x", actual="x")
+
+
+def test_failure_states_rule_expected_and_actual():
+    with pytest.raises(ConformanceFailure) as caught:
+        check(False, ids=["APR-2", "RES-9"], expected="denied", actual="completed")
+    text = str(caught.value)
+    assert text.splitlines()[0].startswith("APR-2 (MUST): Approval is default-deny")
+    assert text.splitlines()[1].startswith("RES-9 (SHOULD): ")
+    assert "  expected: denied" in text and "  actual: completed" in text
+    assert caught.value.ids == ["APR-2", "RES-9"]
+    assert isinstance(caught.value, AssertionError)
+
+
+def test_space_separated_ids_are_split():
+    assert ConformanceFailure("APR-2 APR-3", "a", "b").ids == ["APR-2", "APR-3"]
+
+
+def test_failure_needs_a_known_id():
+    with pytest.raises(KeyError):
+        ConformanceFailure("NOPE-1", "a", "b")
+    with pytest.raises(ValueError):
+        ConformanceFailure([], "a", "b")
+
+
+@pytest.mark.parametrize(
+    "verdict, level, reason, outcome",
+    [
+        ("passed", "MUST", "", PASSED),
+        ("failed", "MUST", "", FAILED),
+        ("failed", None, "", FAILED),
+        ("failed", "SHOULD", "", WARNING),
+        ("passed", "SHOULD", "", PASSED),
+        ("failed", "INFO", "", INFO),
+        ("passed", "INFO", "", INFO),
+        ("skipped", "MUST", "not applicable: profile pinning not claimed", NOT_APPLICABLE),
+        ("skipped", "MUST", "slow: run with --run-slow", SKIPPED),
+    ],
+)
+def test_case_outcome(verdict, level, reason, outcome):
+    assert case_outcome(verdict, level, reason) == outcome
+
+
+def test_severest_level():
+    assert severest_level(["EXP-6", "RES-9"]) == "SHOULD"
+    assert severest_level(["RES-9", "APR-2"]) == "MUST"
+    assert severest_level([]) is None
+
+
+def test_worst_orders_outcomes():
+    assert worst([PASSED, NOT_APPLICABLE]) == PASSED
+    assert worst([PASSED, WARNING, INFO]) == WARNING
+    assert worst([EXPECTED_FAILURE, FAILED]) == FAILED
+    assert worst([SKIPPED, NOT_APPLICABLE]) == SKIPPED
+    assert worst([]) == UNCOVERED
+
+
+def test_only_failures_fail_a_run_and_warnings_only_when_strict():
+    assert is_failing(FAILED) and not is_failing(WARNING) and is_failing(WARNING, strict=True)
+    assert not is_failing(EXPECTED_FAILURE, strict=True) and not is_failing(INFO, strict=True)

@@ -1,0 +1,278 @@
+"""The reporting hooks, run through pytester with a stand-in for the plugin's options.
+
+The real plugin (harness.plugin) is switched off here so these tests do not load a client."""
+
+import json
+
+import pytest
+
+from harness.reporting import CaseResult, build_report, render_summary, requirement_outcomes
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = """
+import pytest
+from harness.adapter import Description
+from harness.reporting import ReportingPlugin
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mcp-host-conformance")
+    group.addoption("--conformance-strict", action="store_true", default=False)
+    group.addoption("--report-json", default=None)
+    group.addoption("--expected-failures", default=None)
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requirements(*ids): ids")
+    plugin = ReportingPlugin(config)
+    plugin.set_client(Description(name="fakehost", version="9.9", profiles=frozenset({"pinning"})))
+    config.pluginmanager.register(plugin, "mcp-host-conformance-reporting")
+"""
+
+CASES = """
+import pytest
+from harness.adapter import AdapterError
+from harness.outcomes import check
+
+@pytest.mark.requirements("APR-2")
+def test_must_fails():
+    check(False, ids="APR-2", expected="status denied", actual="status completed")
+
+@pytest.mark.requirements("APR-3")
+def test_must_passes():
+    pass
+
+@pytest.mark.requirements("RES-9")
+def test_should_fails():
+    check(False, ids="RES-9", expected="unknown", actual="completed")
+
+@pytest.mark.requirements("DISC-11")
+def test_info_records():
+    pass
+
+@pytest.mark.requirements("PIN-1")
+def test_not_applicable():
+    pytest.skip("not applicable: profile pinning not claimed by fakehost")
+"""
+
+
+@pytest.fixture(autouse=True)
+def _only_needed_plugins(monkeypatch):
+    # Fast, and no client is loaded: the inner runs get only the plugins named.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+def run(pytester, *args, cases=CASES):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_cases=cases)
+    return pytester.runpytest_inprocess(*args)
+
+
+def load(path):
+    return json.loads(path.read_text())
+
+
+def test_must_failure_fails_the_run_and_everything_is_in_the_json(pytester):
+    report_path = pytester.path / "report.json"
+    result = run(pytester, f"--report-json={report_path}")
+    assert result.ret == 1
+    report = load(report_path)
+    assert report["schema"] == "mcp-host-conformance-report/1"
+    assert report["client"] == {"name": "fakehost", "version": "9.9", "profiles": ["pinning"]}
+    reqs = report["requirements"]
+    assert reqs["APR-2"]["outcome"] == "failed" and reqs["APR-2"]["level"] == "MUST"
+    assert reqs["APR-3"]["outcome"] == "passed"
+    assert reqs["RES-9"]["outcome"] == "warning"
+    assert reqs["DISC-11"]["outcome"] == "info"
+    assert reqs["PIN-1"]["outcome"] == "not_applicable"
+    assert reqs["CFG-1"] == {**reqs["CFG-1"], "outcome": "uncovered", "cases": []}
+    cases = {case["id"]: case for case in report["cases"]}
+    failed = cases["test_cases::test_must_fails"]
+    assert failed["requirements"] == ["APR-2"]
+    assert (failed["expected"], failed["actual"]) == ("status denied", "status completed")
+    assert failed["message"].startswith("APR-2 (MUST): Approval is default-deny")
+    assert failed["duration"] >= 0
+    assert report["summary"]["passed"] is False and report["summary"]["exit_status"] == 1
+    assert report["summary"]["cases"] == {
+        "failed": 1, "info": 1, "not_applicable": 1, "passed": 1, "warning": 1,
+    }
+
+
+def test_terminal_summary_has_client_table_and_failures(pytester):
+    result = run(pytester)
+    text = result.stdout.str()
+    assert "client: fakehost 9.9 (profiles: pinning)" in text
+    result.stdout.re_match_lines([r"\s+area\s+passed\s+failed\s+warning\s+info\s+not applicable.*"])
+    result.stdout.re_match_lines([r"\s+APR\s+1\s+1\s+0\s+0\s+0\s+.*"])
+    result.stdout.fnmatch_lines(["failures (MUST):", "  test_cases::test_must_fails  [[]APR-2[]]"])
+    result.stdout.fnmatch_lines(["*expected: status denied", "*actual: status completed"])
+    result.stdout.fnmatch_lines(["warnings (SHOULD*", "  test_cases::test_should_fails  [[]RES-9[]]"])
+    result.stdout.fnmatch_lines(["conformance run FAILED (exit status 1)"])
+    assert result.parseoutcomes() == {"failed": 1, "passed": 2, "skipped": 1, "warned": 1}
+
+
+SHOULD_ONLY = """
+import pytest
+from harness.outcomes import check
+
+@pytest.mark.requirements("RES-9")
+def test_should_fails():
+    check(False, ids="RES-9", expected="unknown", actual="completed")
+
+@pytest.mark.requirements("DISC-11")
+def test_info_even_if_it_raises():
+    raise RuntimeError("figure could not be measured")
+"""
+
+
+def test_should_failure_passes_unless_strict(pytester):
+    assert run(pytester, cases=SHOULD_ONLY).ret == 0
+
+
+def test_should_failure_fails_with_strict(pytester):
+    result = run(pytester, "--conformance-strict", cases=SHOULD_ONLY)
+    assert result.ret == 1
+    result.assert_outcomes(failed=1, passed=1)
+
+
+SETUP_FAILS = """
+import pytest
+from harness.adapter import AdapterError
+
+@pytest.fixture
+def host():
+    raise AdapterError("client crashed at start")
+
+@pytest.mark.requirements("RES-9")
+def test_should_case_whose_setup_fails(host):
+    raise AssertionError("the body must not run")
+"""
+
+
+def test_setup_failure_of_a_should_case_is_a_warning_and_skips_the_body(pytester):
+    report_path = pytester.path / "r.json"
+    result = run(pytester, f"--report-json={report_path}", cases=SETUP_FAILS)
+    assert result.ret == 0
+    case = load(report_path)["cases"][0]
+    assert case["outcome"] == "warning"
+    assert "AdapterError: client crashed at start" in case["message"]
+    assert "the body must not run" not in result.stdout.str()
+
+
+def test_outcomes_travel_from_xdist_workers_to_the_controller(pytester):
+    report_path = pytester.path / "report.json"
+    result = run(pytester, "-p", "xdist.plugin", "-n", "2", f"--report-json={report_path}")
+    assert result.ret == 1
+    report = load(report_path)
+    assert report["summary"]["cases"] == {
+        "failed": 1, "info": 1, "not_applicable": 1, "passed": 1, "warning": 1,
+    }
+    assert report["requirements"]["RES-9"]["outcome"] == "warning"
+
+
+def test_junit_carries_requirement_ids_as_properties(pytester):
+    result = run(pytester, "--junitxml=junit.xml")
+    assert result.ret == 1
+    xml = (pytester.path / "junit.xml").read_text()
+    assert '<property name="requirements" value="APR-2" />' in xml
+    assert '<property name="case_id" value="test_cases::test_must_fails" />' in xml
+    assert '<property name="outcome" value="warning" />' in xml
+
+
+def test_a_run_without_cases_prints_no_conformance_summary(pytester):
+    result = run(pytester, cases="def test_plain():\n    pass\n")
+    assert result.ret == 0
+    assert "mcp-host-conformance" not in result.stdout.str()
+
+
+# ---- the baseline's four behaviours ----------------------------------------------------------
+
+BASELINE_CASES = """
+import pytest
+from harness.outcomes import check
+
+@pytest.mark.requirements("APR-2")
+def test_known_gap():
+    check(False, ids="APR-2", expected="denied", actual="completed")
+
+@pytest.mark.requirements("APR-3")
+def test_new_gap():
+    check(False, ids="APR-3", expected="asked", actual="not asked")
+
+@pytest.mark.requirements("APR-4")
+def test_fixed():
+    pass
+"""
+
+
+def run_baseline(pytester, entries):
+    (pytester.path / "baseline.txt").write_text(entries)
+    report_path = pytester.path / "r.json"
+    result = run(
+        pytester, "--expected-failures=baseline.txt", f"--report-json={report_path}",
+        cases=BASELINE_CASES,
+    )
+    return result, load(report_path)
+
+
+def test_baseline_listed_failure_passes(pytester):
+    result, report = run_baseline(pytester, "# gaps\nAPR-2\ntest_cases::test_new_gap\n")
+    assert result.ret == 0
+    result.assert_outcomes(xfailed=2, passed=1)
+    outcomes = {case["id"]: case["outcome"] for case in report["cases"]}
+    assert outcomes["test_cases::test_known_gap"] == "expected_failure"
+    assert report["requirements"]["APR-2"]["outcome"] == "expected_failure"
+    assert report["baseline"]["expected_failures"] == [
+        "test_cases::test_known_gap", "test_cases::test_new_gap",
+    ]
+
+
+def test_baseline_unlisted_failure_fails(pytester):
+    result, report = run_baseline(pytester, "APR-2\n")
+    assert result.ret == 1
+    result.assert_outcomes(xfailed=1, failed=1, passed=1)
+    assert report["requirements"]["APR-3"]["outcome"] == "failed"
+
+
+def test_baseline_stale_entry_fails(pytester):
+    result, report = run_baseline(pytester, "APR-2\nAPR-3\nAPR-4\n")
+    assert result.ret == 1
+    assert report["baseline"]["stale"] == ["APR-4"]
+    result.stdout.fnmatch_lines(["*stale (now passes; remove it): APR-4"])
+
+
+def test_baseline_unknown_entry_fails(pytester):
+    result, report = run_baseline(pytester, "APR-2\nAPR-3\nNOPE-7\ntest_cases::test_gone\n")
+    assert result.ret == 1
+    assert report["baseline"]["unknown"] == ["NOPE-7", "test_cases::test_gone"]
+    result.stdout.fnmatch_lines(["*unknown (no such requirement or case): NOPE-7"])
+
+
+def test_an_unreadable_baseline_is_a_usage_error(pytester):
+    result = run(pytester, "--expected-failures=absent.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# ---- pure views ---------------------------------------------------------------------------------
+
+
+def test_requirement_outcome_is_the_worst_of_its_cases():
+    cases = [
+        CaseResult("a::t1", "a.py::t1", ["APR-2"], "passed"),
+        CaseResult("a::t2", "a.py::t2", ["APR-2", "APR-3"], "failed"),
+    ]
+    outcomes = requirement_outcomes(cases)
+    assert outcomes["APR-2"]["outcome"] == "failed"
+    assert outcomes["APR-2"]["cases"] == ["a::t1", "a::t2"]
+    assert outcomes["APR-3"]["outcome"] == "failed"
+
+
+def test_rendered_summary_without_client_or_failures():
+    report = build_report(
+        [CaseResult("a::t1", "a.py::t1", ["APR-2"], "passed")],
+        client=None, strict=False, exit_status=0,
+    )
+    lines = render_summary(report, [])
+    assert lines[0].startswith("requirements by area")
+    assert lines[-1] == "conformance run PASSED (exit status 0)"
+    assert any(line.split()[:2] == ["CFG", "0"] for line in lines)
+    assert any("uncovered" in line for line in lines)
