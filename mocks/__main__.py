@@ -1,0 +1,141 @@
+"""`python -m mocks`: list the named mocks, or serve some of them until Ctrl-C / SIGTERM.
+
+Strategy: a thin shell over `mocks.catalog`. Each started mock prints one line once it is
+ready (with `--json`, one JSON object per line), so a script can read the lines and point
+a host at them. Mistakes a person makes (an unknown name, a malformed spec file) get one
+line on stderr naming the problem and exit code 2; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from typing import Any
+
+USAGE_ERROR = 2
+
+DESCRIPTION = """\
+Mock MCP servers (Streamable HTTP, HTTPS, stdio) and a mock OpenAI Responses service,
+each keeping a journal of what it received. All bind 127.0.0.1 on ephemeral ports.
+
+  python -m mocks list                      every mock, with one line on what it does
+  python -m mocks serve healthy tls         start some; one line per mock once ready
+  python -m mocks serve --all --json        all of them, one JSON object per line
+  python -m mocks serve --spec my.toml      serve your own spec file (JSON or TOML)
+
+HTTP mocks serve their journal at GET /__journal and clear it with POST /__reset.
+A stdio mock is not started here: its line gives the command a host should run, and
+its journal is a JSON-lines file. Ctrl-C or SIGTERM stops everything."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, not usage + line
+        sys.exit(_fail(f"{message} (see python -m mocks --help)"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m mocks",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{list,serve}")
+    commands.add_parser("list", help="print every mock by name with one line on what it does")
+    serve = commands.add_parser("serve", help="start mocks and print where they are")
+    serve.add_argument("names", nargs="*", metavar="NAME", help="names from `python -m mocks list`")
+    serve.add_argument("--all", action="store_true", help="start every mock in the catalog")
+    serve.add_argument(
+        "--spec",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="serve a spec file (JSON or TOML) as an HTTP mock",
+    )
+    serve.add_argument(
+        "--json", action="store_true", help="print one JSON object per mock instead of text"
+    )
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"python -m mocks: error: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _text_line(described: dict[str, Any]) -> str:
+    where = described.get("url") or ("command " + shlex.join(described.get("command", [])))
+    extras = " ".join(
+        f"{k} {v}" for k, v in described.items() if k not in ("name", "kind", "url", "command")
+    )
+    return f"{described['name']}  {where}  {extras}"
+
+
+def _list() -> int:
+    from mocks.catalog import CATALOG
+
+    width = max(len(name) for name in CATALOG)
+    for entry in CATALOG.values():
+        print(f"{entry.name:<{width}}  {entry.kind:<9}  {entry.summary}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mocks.catalog import CATALOG, start, start_spec
+    from mocks.spec import SpecError, load_spec
+
+    names = list(CATALOG) if args.all else list(args.names)
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        return _fail(
+            f"unknown mock {', '.join(map(repr, unknown))}; `python -m mocks list` shows the names"
+        )
+    specs = []
+    for path in args.spec:
+        try:
+            specs.append(load_spec(path))
+        except SpecError as exc:
+            return _fail(str(exc))
+    if not names and not specs:
+        return _fail("nothing to serve: give mock names, --all or --spec FILE")
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    workdir = tempfile.mkdtemp(prefix="mocks-")
+    running = []
+    try:
+        for name in names:
+            running.append(start(CATALOG[name], workdir))
+            _announce(running[-1].describe(), args.json)
+        for spec in specs:
+            running.append(start_spec(spec))
+            _announce(running[-1].describe(), args.json)
+        if not args.json:
+            print("ready; Ctrl-C to stop", file=sys.stderr, flush=True)
+        stop.wait()
+    finally:
+        for mock in reversed(running):
+            mock.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def _announce(described: dict[str, Any], as_json: bool) -> None:
+    print(json.dumps(described) if as_json else _text_line(described), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "list":
+        return _list()
+    return _serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

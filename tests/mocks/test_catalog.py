@@ -1,0 +1,178 @@
+"""The named mocks exist, measure what their names say, and start with a journal."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from conftest import Raw
+
+from mocks.catalog import (
+    CATALOG,
+    KIB,
+    definitions_size,
+    definitions_spec,
+    json_size,
+    many_tools_spec,
+    pages_spec,
+    schema_of_size,
+    start,
+)
+from mocks.spec import MISSING
+
+ISSUE_NAMES = [
+    "pages-16",
+    "pages-17",
+    "tools-128",
+    "tools-129",
+    "schema-array",
+    "schema-string",
+    "schema-missing",
+    "schema-15k",
+    "schema-17k",
+    "defs-under-64k",
+    "defs-over-64k",
+    *[f"redirect-{s}-{at}" for s in (301, 302, 307, 308) for at in ("init", "call")],
+    "oversize-list-json",
+    "oversize-list-sse",
+    "oversize-call-json",
+    "oversize-call-sse",
+    "flaky-reset",
+    "flaky-close",
+    "flaky-stall",
+    "stall-initialize",
+    "reject-401",
+    "reject-403",
+    "token-check",
+    "healthy",
+    "healthy-json",
+    "tls",
+    "tls-untrusted",
+    "changing-tools",
+    "rich-results",
+    "stdio",
+    "stdio-flood",
+    "stdio-exit",
+    "stdio-garbage",
+    "stdio-oversize",
+    "responses",
+]
+
+
+def test_every_named_mock_of_the_issue_is_in_the_catalog():
+    assert sorted(set(ISSUE_NAMES) - set(CATALOG)) == []
+    for entry in CATALOG.values():
+        assert entry.summary and "\n" not in entry.summary
+        assert entry.kind in ("http", "tls", "stdio", "responses")
+
+
+def test_limit_builders_measure_exactly():
+    assert json_size(schema_of_size(15 * KIB)) == 15 * KIB
+    assert json_size(schema_of_size(17 * KIB)) == 17 * KIB
+    for total in (63 * KIB, 64 * KIB, 65 * KIB):
+        spec = definitions_spec(total)
+        assert definitions_size(spec.tools) == total
+        assert all(json_size(t.input_schema) < 16 * KIB for t in spec.tools)
+    assert len(many_tools_spec(129).tools) == 129
+    spec = pages_spec(17)
+    assert -(-len(spec.tools) // spec.page_size) == 17
+
+
+def test_catalog_sizes_are_what_the_names_say():
+    def schema_size(name):
+        return json_size(CATALOG[name].build().tools[0].input_schema)
+
+    assert schema_size("schema-15k") == 15 * KIB and schema_size("schema-17k") == 17 * KIB
+    assert definitions_size(CATALOG["defs-under-64k"].build().tools) < 64 * KIB
+    assert definitions_size(CATALOG["defs-over-64k"].build().tools) > 64 * KIB
+    assert CATALOG["schema-missing"].build().tools[0].input_schema == MISSING
+    assert len(CATALOG["tools-128"].build().tools) == 128
+
+
+def test_definitions_size_counts_name_description_and_schema_only():
+    spec = many_tools_spec(1)
+    tool = spec.tools[0]
+    tool.annotations = {"readOnlyHint": True}
+    expected = json_size(
+        {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+    )
+    assert definitions_size([tool]) == expected
+
+
+def _pages(mock) -> int:
+    client = Raw(mock)
+    try:
+        client.initialize()
+        pages, cursor = 0, None
+        while True:
+            reply = client.request("tools/list", {"cursor": cursor} if cursor else None)
+            pages += 1
+            cursor = reply["result"].get("nextCursor")
+            if not cursor:
+                return pages
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("name, pages", [("pages-16", 16), ("pages-17", 17)])
+def test_paging_mocks_page(name, pages):
+    with start(name) as running:
+        assert _pages(running.server) == pages
+
+
+def test_redirect_mock_brings_its_own_target(tmp_path):
+    with start("redirect-307-init") as running:
+        response = httpx.post(running.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+        assert response.status_code == 307
+        assert (
+            response.headers["location"] == running.target.url == running.describe()["redirect_to"]
+        )
+        assert running.target.journal.is_empty()
+        assert running.describe()["target_journal"].endswith("/__journal")
+
+
+def test_tls_entries_expose_the_trusted_ca():
+    with start("tls") as trusted, start("tls-untrusted") as untrusted:
+        assert trusted.url.startswith("https://") and trusted.ca_file
+        assert untrusted.ca_file == trusted.ca_file
+        assert httpx.get(trusted.describe()["journal"], verify=trusted.ca_file).json() == []
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(untrusted.describe()["journal"], verify=trusted.ca_file)
+
+
+def test_stdio_entry_gives_a_command_and_a_journal_file(tmp_path):
+    with start("stdio", tmp_path) as running:
+        described = running.describe()
+        assert (
+            described["command"][0].endswith(("python", "python3"))
+            or "python" in described["command"][0]
+        )
+        assert described["journal"].startswith(str(tmp_path))
+    with pytest.raises(ValueError):
+        start("stdio")
+
+
+def test_responses_entry_serves_a_model():
+    with start("responses") as running:
+        described = running.describe()
+        assert described["url"].endswith("/v1") and described["journal"].endswith("/__journal")
+
+
+def test_unknown_name_is_a_clear_error():
+    with pytest.raises(KeyError, match="python -m mocks list"):
+        start("no-such-mock")
+
+
+def test_every_http_entry_starts_and_answers_initialize():
+    with httpx.Client(timeout=1) as client:
+        _check_entries(client)
+
+
+def _check_entries(client: httpx.Client) -> None:
+    for entry in CATALOG.values():
+        if entry.kind != "http" or entry.redirect_target or entry.name == "stall-initialize":
+            continue
+        with start(entry) as running:
+            reply = client.post(
+                running.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+            )
+            assert reply.status_code in (200, 401, 403), entry.name
