@@ -1,0 +1,265 @@
+"""Streamable HTTP client transport over httpx, written to the host rules.
+
+Strategy: one `httpx.AsyncClient` per server, built so the rules hold by construction:
+- NET-1: the URL is checked (`config.url_refusal`) before any socket is opened.
+- NET-2: `verify=` an SSL context from certifi plus the system store plus the extra CA file.
+- NET-3: `follow_redirects=False`; any 3xx is an error, at connect and at call time. The
+  configured headers are sent only on requests to this server's URL, so they never reach
+  another destination.
+- NET-4: bodies are read as raw streams and abandoned past 1 MiB per JSON response or per
+  SSE message; `Accept-Encoding: identity` so a compressed bomb cannot grow behind the count.
+- RETRY-1: `AsyncHTTPTransport(retries=0)` and this module never resends a request.
+- `trust_env=False`: no proxy from the environment ever sees a request or its headers.
+- CRED-4: 401/403 become a reason that says OAuth is not supported and suggests a static
+  header, without the value.
+Why not the SDK's client: see `transports/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import certifi
+import httpx
+
+from reference_client.config import url_refusal
+from reference_client.transports import (
+    MAX_MESSAGE_BYTES,
+    MessageTooLarge,
+    ProtocolError,
+    TransportError,
+    encode,
+    parse_json,
+)
+
+ACCEPT = "application/json, text/event-stream"
+CLOSE_TIMEOUT = 2.0  # seconds for the DELETE that ends the session; best effort
+_EOL = re.compile(rb"\r\n|\r|\n")
+_SESSION_ID = re.compile(r"^[\x21-\x7e]{1,256}$")
+
+CREDENTIALS_REJECTED = (
+    "the server rejected the credentials (HTTP {status}). OAuth is not supported by this "
+    "host; configure a static header instead, such as an API key "
+    "(mcp add NAME URL --header Authorization)"
+)
+
+
+def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
+    """Certificate verification on (NET-2): certifi + system store + an extra CA file."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    context.load_default_certs()
+    if ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(
+                f"cannot use the CA file {ca_file}: {exc.__class__.__name__}", maybe_acted=False
+            ) from None
+    return context
+
+
+def http_client(ca_file: Path | None = None) -> httpx.AsyncClient:
+    """An httpx client that never retries, never redirects and ignores proxy variables."""
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
+    return httpx.AsyncClient(
+        transport=transport, follow_redirects=False, trust_env=False, timeout=httpx.Timeout(None)
+    )
+
+
+def status_error(status: int) -> TransportError | None:
+    """The error for an HTTP status that is not a usable answer, or None (pure)."""
+    if 300 <= status < 400:
+        return TransportError(
+            f"the server answered with a redirect (HTTP {status}); redirects are not followed",
+            maybe_acted=False,
+        )
+    if status in (401, 403):
+        return TransportError(CREDENTIALS_REJECTED.format(status=status), maybe_acted=False)
+    if 400 <= status < 500:
+        return TransportError(f"the server refused the request (HTTP {status})", maybe_acted=False)
+    if status >= 500:
+        return TransportError(f"the server failed (HTTP {status})")
+    if status < 200:
+        return TransportError(f"unexpected HTTP status {status}")
+    return None
+
+
+def same_id(message: Any, request_id: Any) -> bool:
+    # Type check too: in Python True == 1, and "1" must not answer request 1.
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    return type(message["id"]) is type(request_id) and message["id"] == request_id
+
+
+def pick_response(value: Any, request_id: Any) -> dict[str, Any] | None:
+    """The response to `request_id` in a decoded body (a message or a batch), or None."""
+    for message in value if isinstance(value, list) else [value]:
+        if same_id(message, request_id) and ("result" in message or "error" in message):
+            return message
+    return None
+
+
+class HttpTransport:
+    def __init__(self, url: str, headers: dict[str, str], *, ca_file: Path | None = None) -> None:
+        self.url = url
+        self.destination = url
+        self._headers = dict(headers)
+        self._ca_file = ca_file
+        self._client: httpx.AsyncClient | None = None
+        self._session_id: str | None = None
+        self._protocol_version: str | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------
+    async def connect(self) -> None:
+        refusal = url_refusal(self.url)
+        if refusal:
+            raise TransportError(refusal, maybe_acted=False)
+        self._client = http_client(self._ca_file)
+
+    def set_protocol_version(self, version: str) -> None:
+        self._protocol_version = version
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if self._session_id is not None:
+                try:
+                    await client.delete(self.url, headers=self._request_headers(), timeout=CLOSE_TIMEOUT)
+                except (httpx.HTTPError, OSError):
+                    pass  # the server may be gone already; ending the session is a courtesy
+        finally:
+            await client.aclose()
+
+    # ---- messages ---------------------------------------------------------------------
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        request_id = message.get("id")
+        response = await self._post(message)
+        try:
+            self._check(response)
+            if response.status_code == 202:
+                raise ProtocolError("the server accepted the request but sent no response")
+            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind == "application/json":
+                body = await self._read_body(response)
+                found = pick_response(parse_json(body, "response"), request_id)
+                if found is None:
+                    raise ProtocolError("the server's response does not answer the request")
+                return found
+            if kind == "text/event-stream":
+                async for data in sse_messages(response.aiter_raw()):
+                    found = pick_response(parse_json(data, "SSE message"), request_id)
+                    if found is not None:
+                        return found
+                raise TransportError("the event stream ended without a response")
+            raise ProtocolError(f"the server answered with an unexpected content type {kind[:60]!r}")
+        except httpx.HTTPError as exc:
+            raise TransportError(f"connection lost while reading the response ({type(exc).__name__})") from None
+        finally:
+            await response.aclose()
+
+    async def notify(self, message: dict[str, Any]) -> None:
+        response = await self._post(message)
+        try:
+            self._check(response)
+        finally:
+            await response.aclose()
+
+    # ---- internals --------------------------------------------------------------------
+    def _request_headers(self) -> dict[str, str]:
+        headers = dict(self._headers)
+        headers.update({"accept": ACCEPT, "content-type": "application/json", "accept-encoding": "identity"})
+        if self._session_id is not None:
+            headers["mcp-session-id"] = self._session_id
+        if self._protocol_version is not None:
+            headers["mcp-protocol-version"] = self._protocol_version
+        return headers
+
+    async def _post(self, message: dict[str, Any]) -> httpx.Response:
+        if self._client is None:
+            raise TransportError("not connected", maybe_acted=False)
+        request = self._client.build_request(
+            "POST", self.url, content=encode(message), headers=self._request_headers()
+        )
+        try:
+            return await self._client.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            host = urlsplit(self.url).netloc
+            raise TransportError(f"cannot connect to {host}: {_reason(exc)}", maybe_acted=False) from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise TransportError(f"connection lost ({type(exc).__name__})") from None
+
+    def _check(self, response: httpx.Response) -> None:
+        error = status_error(response.status_code)
+        if error is not None:
+            raise error
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise ProtocolError("the server sent a compressed body although identity was asked for")
+        session_id = response.headers.get("mcp-session-id")
+        if session_id is not None and self._session_id is None:
+            if not _SESSION_ID.match(session_id):
+                raise ProtocolError("the server sent an invalid Mcp-Session-Id")
+            self._session_id = session_id
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            raise MessageTooLarge("response")
+        chunks: list[bytes] = []
+        total = 0
+        async for chunk in response.aiter_raw():
+            total += len(chunk)
+            if total > MAX_MESSAGE_BYTES:
+                raise MessageTooLarge("response")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The data of each `message` event of an SSE stream, at most 1 MiB each (NET-4).
+
+    A line or event past the limit raises MessageTooLarge before it is buffered whole; an
+    incomplete event at the end of the stream is dropped (as the SSE spec says).
+    """
+    buffer = b""
+    data: list[bytes] = []
+    size = 0
+    event = b"message"
+    async for chunk in chunks:
+        buffer += chunk
+        while True:
+            end = _EOL.search(buffer)
+            if end is None or (end.group() == b"\r" and end.end() == len(buffer)):
+                break  # no whole line yet (a lone \r at the end may be half of \r\n)
+            line, buffer = buffer[: end.start()], buffer[end.end() :]
+            if not line:
+                if data and event == b"message":
+                    yield b"\n".join(data)
+                data, size, event = [], 0, b"message"
+                continue
+            if line.startswith(b":"):
+                continue
+            name, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+                size += len(value) + 1
+                if size > MAX_MESSAGE_BYTES:
+                    raise MessageTooLarge("SSE message")
+            elif name == b"event":
+                event = value
+        if size + len(buffer) > MAX_MESSAGE_BYTES:
+            raise MessageTooLarge("SSE message")

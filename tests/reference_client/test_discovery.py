@@ -1,0 +1,87 @@
+"""Discovery: parallel connects, timeouts, isolation, limits, status lines (DISC-*)."""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+
+from engine_support import run
+
+from mocks.http_server import HttpMock
+from mocks.spec import Misbehaviour, ServerSpec, Tool
+from mocks.stdio_server import StdioMock
+from reference_client.config import HttpServerConfig, StdioServerConfig
+from reference_client.discovery import connected_line, discover, unavailable_line
+from reference_client.redaction import Redactor
+
+SECRET = "hdr-secret-6f2b91"
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+
+
+async def found(servers, timeout=1.0):
+    result = await discover(
+        servers, environ=ENV, connect_timeout=timeout, redactor=Redactor([SECRET]), reserved=("read_file",)
+    )
+    for server in result.servers.values():
+        await server.session.close()
+    return result
+
+
+def test_status_line_texts() -> None:
+    assert connected_line("docs", 3, "http://x/mcp").line == "MCP server docs: 3 tools from http://x/mcp"
+    assert unavailable_line("docs", "d", "why").line == "MCP server docs unavailable: why"
+
+
+def test_parallel_connect_and_timeouts() -> None:
+    delay = 0.3
+    slow = ServerSpec(tools=[Tool("t")], misbehaviour=Misbehaviour(delays={"initialize": delay}))
+    stalled = ServerSpec(tools=[Tool("t")], misbehaviour=Misbehaviour(stall=["initialize"]))
+    with ExitStack() as stack:
+        mocks = [stack.enter_context(HttpMock(slow)) for _ in range(3)]
+        hung = stack.enter_context(HttpMock(stalled))
+        servers = [HttpServerConfig(f"s{i}", m.url) for i, m in enumerate(mocks)]
+        servers.append(HttpServerConfig("hung", hung.url))
+        started = time.monotonic()
+        result = run(found(servers, timeout=0.6))
+        elapsed = time.monotonic() - started
+    assert elapsed < 0.6 + 2 * delay  # sequential would take 0.6 + 3 * delay
+    assert [s.connected for s in result.statuses] == [True, True, True, False]
+    assert "no answer within 0.6 s" in result.statuses[3].reason
+    assert result.statuses[3].line.startswith("MCP server hung unavailable: ")
+
+
+def test_failures_do_not_stop_the_healthy_server(tmp_path) -> None:
+    good = ServerSpec(tools=[Tool("query"), Tool("other")])
+    over = ServerSpec(tools=[Tool(f"t{i}") for i in range(129)], response_mode="json")
+    bad_schema = ServerSpec(tools=[Tool("x", input_schema=["not", "object"])])
+    with HttpMock(good) as healthy, HttpMock(over) as many, HttpMock(bad_schema) as schema:
+        garbage = StdioMock(ServerSpec(misbehaviour=Misbehaviour(garbage=True)), tmp_path)
+        servers = [
+            HttpServerConfig("docs", healthy.url, {"Authorization": SECRET}),
+            HttpServerConfig("many", many.url),
+            HttpServerConfig("schema", schema.url),
+            HttpServerConfig("remote", "http://example.com/mcp"),
+            StdioServerConfig("missing", "/nonexistent/server"),
+            StdioServerConfig("garbage", garbage.command[0], garbage.command[1:]),
+        ]
+        result = run(found(servers))
+    lines = {s.name: s for s in result.statuses}
+    assert lines["docs"].line == f"MCP server docs: 2 tools from {healthy.url}"
+    assert "128" in lines["many"].reason
+    assert "inputSchema" in lines["schema"].reason
+    assert "HTTPS" in lines["remote"].reason
+    assert "not found" in lines["missing"].reason
+    assert not lines["garbage"].connected
+    assert set(result.servers) == {"docs"}
+    assert sorted(result.offered) == ["mcp_docs_other", "mcp_docs_query"]
+    assert all(SECRET not in s.line for s in result.statuses)
+    definition = result.offered["mcp_docs_query"].definition
+    assert definition["description"].startswith("[MCP server docs, tool query]")
+    assert definition["parameters"] == good.tools[0].input_schema and definition["strict"] is False
+
+
+def test_stdio_server_is_discovered(tmp_path) -> None:
+    mock = StdioMock(ServerSpec(tools=[Tool("echo")]), tmp_path)
+    result = run(found([StdioServerConfig("local", mock.command[0], mock.command[1:])]))
+    assert result.statuses[0].connected and result.statuses[0].tools == 1
+    assert list(result.offered) == ["mcp_local_echo"]
