@@ -1,0 +1,231 @@
+"""The terminal as a person uses it, through a pseudo-terminal (CRED-5, DISC-1, APR-*, RETRY-2).
+
+The first test types a header value at the `mcp add` prompt and checks it is not echoed.
+The second drives `chat` against the mocks: status line before the banner, a confirmation
+approved with `y`, one denied with Enter, an unknown call, and its acknowledgement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from reference_client.cli import main
+from reference_client.config import ConfigStore
+from reference_client.confirmation import ConfirmationView, confirmation
+from reference_client.terminal import TerminalUI, read_secret
+
+pexpect = pytest.importorskip("pexpect")
+
+CANARY = "pty-canary-Zq8v3Kx1"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def child_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(REPO),
+        "TERM": "dumb",
+    }
+    env.update(extra)
+    return env
+
+
+def spawn(args: list[str], env: dict[str, str], cwd: Path):
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reference_client", *args],
+        env=env,
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 250),
+    )
+    return child
+
+
+# ---- in-process: TerminalUI over plain streams -------------------------------------------
+
+
+def test_terminal_ui_over_streams():
+    out = io.StringIO()
+    ui = TerminalUI(io.StringIO("y\n\nyes\n"), out)
+    view = confirmation("docs", "https://d/mcp", "q", {"a": 1})
+
+    async def scenario() -> tuple[str, str, bool, bool]:
+        return (
+            await ui.approve(view),
+            await ui.approve(view),
+            await ui.acknowledge("Ack? [y/N] "),
+            await ui.acknowledge("Ack? [y/N] "),  # end of input declines
+        )
+
+    assert asyncio.run(scenario()) == ("y", "", True, False)
+    ui.show("line")
+    assert out.getvalue().count("Approve this operation? [y/N] ") == 2
+    assert out.getvalue().endswith("line\n")
+    assert isinstance(view, ConfirmationView)
+
+
+def test_read_secret_without_terminal():
+    out = io.StringIO()
+    assert read_secret("Value: ", stdin=io.StringIO("s3cret\n"), stdout=out) == "s3cret"
+    assert out.getvalue() == "Value: "
+    assert read_secret("Value: ", stdin=io.StringIO(""), stdout=out) is None
+
+
+# ---- through a pseudo-terminal -----------------------------------------------------------
+
+
+def test_mcp_add_reads_header_with_echo_off(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    child = spawn(
+        ["mcp", "add", "docs", "https://docs.example/mcp", "--header", "X-Api-Key"],
+        child_env(home),
+        tmp_path,
+    )
+    try:
+        child.expect_exact("Value for header X-Api-Key (typing is hidden): ")
+        child.sendline(CANARY)
+        child.expect(pexpect.EOF)
+        seen = child.before
+    finally:
+        child.close()
+    assert child.exitstatus == 0, seen
+    assert CANARY not in seen, "the secret was echoed"
+    assert "Added MCP server docs" in seen
+    servers = ConfigStore({"HOME": str(home)}).load()
+    assert servers[0].headers == {"X-Api-Key": CANARY}
+
+
+def test_chat_through_a_terminal(tmp_path):
+    pytest.importorskip("reference_client.host")
+    http_server = pytest.importorskip("mocks.http_server")
+    responses = pytest.importorskip("mocks.responses")
+    model_script = pytest.importorskip("mocks.model_script")
+    spec_module = pytest.importorskip("mocks.spec")
+    ServerSpec, Tool, Misbehaviour = (
+        spec_module.ServerSpec,
+        spec_module.Tool,
+        spec_module.Misbehaviour,
+    )
+    Step = model_script.Step
+
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    docs_spec = ServerSpec(name="docs", tools=[Tool("query-docs", "Query the docs.")])
+    flaky_spec = ServerSpec(
+        name="flaky",
+        tools=[Tool("create-ticket", "Create a ticket.")],
+        misbehaviour=Misbehaviour(drop_call="close"),
+    )
+    with (
+        http_server.HttpMock(docs_spec) as docs,
+        http_server.HttpMock(flaky_spec) as flaky,
+        responses.MockResponses() as model,
+    ):
+        environ = {"HOME": str(home), "DOCS_KEY": CANARY}
+        out = io.StringIO()
+        assert (
+            main(
+                ["mcp", "add", "docs", docs.url, "--header-from-env", "X-Api-Key=DOCS_KEY"],
+                environ=environ,
+                stdout=out,
+            )
+            == 0
+        ), out.getvalue()
+        assert main(["mcp", "add", "flaky", flaky.url], environ=environ, stdout=out) == 0
+        assert docs.journal.is_empty() and flaky.journal.is_empty()  # CFG-1
+
+        model.script(
+            [
+                Step.call(server="docs", tool="query-docs", arguments={"query": "react hooks"}),
+                Step.call(server="docs", tool="query-docs", arguments={"query": "again"}),
+                Step.text("Hooks let function components keep state."),
+                Step.call(server="flaky", tool="create-ticket", arguments={"title": "t"}),
+                Step.text("The ticket call may have run."),
+                Step.text("Fine."),
+            ]
+        )
+        env = child_env(home, OPENAI_BASE_URL=model.url, OPENAI_API_KEY=model.api_key)
+        child = spawn(["chat", "--connect-timeout", "5", "--call-timeout", "5"], env, project)
+        transcript = []
+        try:
+            child.expect(r"MCP server docs: 1 tools? from ")
+            transcript.append(child.before + child.after)
+            child.expect_exact("You> ")
+            start = child.before
+            transcript.append(start)
+            assert "MCP server flaky: 1 tool" in start
+            assert start.index("MCP server") < start.index("mcp-reference-host chat")
+
+            child.sendline("How do React hooks work?")
+            child.expect_exact("Approve this operation? [y/N] ")
+            first = child.before
+            transcript.append(first)
+            assert 'Server: "docs"' in first
+            assert f'Destination: "{docs.url}"' in first
+            assert 'Tool: "query-docs"' in first
+            assert '"query": "react hooks"' in first
+            assert "cannot control what the server does with them" in first
+            child.sendline("y")
+
+            child.expect_exact("Approve this operation? [y/N] ")
+            second = child.before
+            transcript.append(second)
+            assert "completed" in second
+            assert '"query": "again"' in second
+            child.sendline("")  # Enter denies
+
+            child.expect_exact("You> ")
+            transcript.append(child.before)
+            assert "denied" in child.before
+            assert "Hooks let function components keep state." in child.before
+            assert docs.journal.count("tools/call") == 1
+
+            child.sendline("Open a ticket")
+            child.expect_exact("Approve this operation? [y/N] ")
+            transcript.append(child.before)
+            assert 'Server: "flaky"' in child.before
+            child.sendline("y")
+            child.expect_exact("You> ")
+            transcript.append(child.before)
+            assert "unknown" in child.before
+
+            requests_before = len(model.journal.entries(kind="http"))
+            child.sendline("Did it work?")
+            child.expect(r"Acknowledge this and send your question\? \[y/N\] ")
+            transcript.append(child.before + child.after)
+            assert len(model.journal.entries(kind="http")) == requests_before  # RETRY-2
+            child.sendline("y")
+            child.expect_exact("You> ")
+            transcript.append(child.before)
+            assert "Fine." in child.before
+            assert len(model.journal.entries(kind="http")) == requests_before + 1
+
+            child.sendline("/exit")
+            child.expect(pexpect.EOF)
+            transcript.append(child.before)
+        finally:
+            child.close(force=True)
+        assert child.exitstatus == 0, "".join(transcript)
+        seen = "".join(transcript)
+        assert CANARY not in seen
+        assert "chat --resume" in seen
+        assert flaky.journal.count("tools/call") == 1
+        assert docs.journal.count("tools/call") == 1
+        # The header reached its server only.
+        call = docs.journal.entries("tools/call")[0]
+        assert call.headers.get("x-api-key") == CANARY
+        assert not re.search(CANARY, str(flaky.journal.to_json()))
