@@ -117,3 +117,34 @@ def test_official_client_sees_list_changed_from_change_tools(start_mock, sdk):
                     return await body(session)
 
     assert asyncio.run(asyncio.wait_for(run(), 10)) == ["new"]
+
+
+def test_official_client_accepts_every_rich_result(start_mock, sdk):
+    from mocks.catalog import rich_results_spec
+
+    mock = start_mock(rich_results_spec())
+
+    async def body(session):
+        await session.initialize()
+        outcomes = {}
+        for tool in (await session.list_tools()).tools:
+            try:
+                result = await session.call_tool(tool.name, {"x": 1})
+                outcomes[tool.name] = (
+                    [c.type for c in result.content],
+                    result.is_error,
+                    result.structured_content,
+                )
+            except Exception as exc:  # the JSON-RPC error surfaces as an exception
+                outcomes[tool.name] = str(exc)
+        return outcomes
+
+    outcomes = sdk(mock.url, body)
+    assert outcomes["text"][0] == ["text", "text"]
+    assert outcomes["image"][0] == ["image"] and outcomes["audio"][0] == ["audio"]
+    assert outcomes["resource_link"][0] == ["resource_link"]
+    assert outcomes["resource_text"][0] == ["resource"] == outcomes["resource_blob"][0]
+    assert outcomes["structured"] == ([], False, {"answer": 42, "unit": "none"})
+    assert outcomes["tool_error"][1] is True
+    assert "failed on purpose" in outcomes["rpc_error"]
+    assert outcomes["large"][0] == ["text", "text"]
