@@ -1,5 +1,6 @@
 import io
 import os
+import re
 import stat
 
 import pytest
@@ -167,3 +168,46 @@ def test_chat_resume_unknown_session(environ):
         ["chat", "--resume", "20260101-000000-abcdef"], {**environ, "OPENAI_API_KEY": "k"}
     )
     assert code == 1 and "no session" in out
+
+
+def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
+    pytest.importorskip("reference_client.host")
+    http_server = pytest.importorskip("mocks.http_server")
+    responses = pytest.importorskip("mocks.responses")
+    model_script = pytest.importorskip("mocks.model_script")
+    spec = pytest.importorskip("mocks.spec")
+    Step = model_script.Step
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    server_spec = spec.ServerSpec(name="docs", tools=[spec.Tool("query-docs", "Query.")])
+    with http_server.HttpMock(server_spec) as docs, responses.MockResponses() as model:
+        env = {**environ, "OPENAI_BASE_URL": model.url, "OPENAI_API_KEY": model.api_key}
+        assert run(["mcp", "add", "docs", docs.url, "--header-from-env", "K=DOCS_KEY"], env)[0] == 0
+        model.script(
+            [Step.call(server="docs", tool="query-docs", arguments={"q": 1}), Step.text("Done.")]
+        )
+        code, out = run(["chat", "--connect-timeout", "5"], env, "What is it?\ny\n/exit\n")
+        assert code == 0, out
+        assert "MCP server docs: 1 tool" in out and "Done." in out
+        assert SECRET not in out
+        session_id = re.search(r"--resume (\S+)", out).group(1)
+        assert docs.journal.count("tools/call") == 1
+
+        # Damage the log, remove the server, resume: loads with a warning, calls nothing.
+        path = tmp_path / "home/.local/share/mcp-reference-host/sessions" / f"{session_id}.jsonl"
+        assert SECRET not in path.read_text()
+        with open(path, "a") as f:
+            f.write('{"type": "message", "rol\n')
+        assert run(["mcp", "remove", "docs"], env)[0] == 0
+        before = len(docs.journal)
+        model.script([Step.text("Again.")])
+        code, out = run(["chat", "--resume", session_id], env, "And now?\n")
+        assert code == 0, out
+        assert f"Resuming session {session_id}" in out
+        assert re.search(rf"Warning: .*{session_id}\.jsonl:\d+: damaged record", out)
+        assert "Again." in out
+        assert len(docs.journal) == before
+        body = model.journal.entries(kind="http")[-1].extra["body"]
+        kinds = [item.get("type") for item in body["input"]]
+        assert "function_call" in kinds and "function_call_output" in kinds
