@@ -18,11 +18,13 @@ __all__ = [
     "function_call_outputs",
     "function_calls",
     "label",
+    "last_request",
     "mcp_tool",
     "mcp_tools",
     "model_requests",
     "offered_names",
     "offered_tools",
+    "stays_quiet",
 ]
 
 
@@ -66,3 +68,23 @@ def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
 def exposed_name(body: Any, server: str, tool: str) -> str | None:
     found = mcp_tool(body, server, tool)
     return None if found is None else str(found.get("name"))
+
+
+def last_request(model: Any) -> dict[str, Any]:
+    """The last body the client sent to the model; AssertionError if it sent none."""
+    bodies = model_requests(model)
+    if not bodies:
+        raise AssertionError("the client sent no request to the model service")
+    return bodies[-1]
+
+
+def stays_quiet(journal: Any, within: float, method: str | None = None, *, kind: str | None = None) -> list[Any]:
+    """Watch `journal` for `within` seconds; the matching entries (empty if none came).
+
+    For rules about what must NOT happen: it returns as soon as something does."""
+    from mocks.journal import JournalTimeout
+
+    try:
+        return journal.wait_for(method, kind=kind, timeout=within)
+    except JournalTimeout:
+        return []
