@@ -60,13 +60,19 @@ def test_is_approved_default_deny():
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
     lambda children: st.lists(children) | st.dictionaries(st.text(), children),
-    max_leaves=60,
+    max_leaves=15,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.text(), json_values))
-def test_cut_rule_for_any_arguments(args):
+@given(
+    st.dictionaries(st.text(max_size=20), json_values, max_size=6),
+    st.characters(),
+    st.integers(min_value=0, max_value=1200),
+)
+def test_cut_rule_for_any_arguments(args, pad_char, pad_length):
+    # The padding takes the arguments across the 2 KiB boundary (1 to 4 bytes a character).
+    args = {**args, "pad": pad_char * pad_length}
     view = confirmation("s", "d", "t", args)
     full = json.dumps(args, indent=2, ensure_ascii=False)
     is_cut = len(full.encode()) > ARGUMENTS_LIMIT
