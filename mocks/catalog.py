@@ -249,6 +249,7 @@ class CatalogEntry:
     build: Callable[[], ServerSpec | None]
     tls: str | None = None  # for kind "tls": "trusted" | "untrusted"
     redirect_target: bool = False  # start a healthy target mock and redirect to it
+    sdk: bool = False  # served by the mcp SDK's own Streamable HTTP app (well-behaved only)
 
 
 def _entries() -> list[CatalogEntry]:
@@ -273,6 +274,13 @@ def _entries() -> list[CatalogEntry]:
             "tls",
             healthy_spec,
             tls="untrusted",
+        ),
+        CatalogEntry(
+            "sdk-http",
+            "well-behaved HTTP server run by the mcp SDK's low-level Server (slower to start)",
+            "http",
+            lambda: pages_spec(3),
+            sdk=True,
         ),
         CatalogEntry(
             "rich-results",
@@ -558,6 +566,20 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
             journal_ref=stdio.journal_path,
             command=list(stdio.command),
             server=stdio,
+        )
+    if entry.sdk:
+        from mocks.sdk_http_server import SdkHttpMock
+
+        sdk_mock = SdkHttpMock(spec).start()
+        assert sdk_mock.url is not None
+        return RunningMock(
+            name=entry.name,
+            kind="http",
+            journal=sdk_mock.journal,
+            journal_ref=_journal_url(sdk_mock.url),
+            url=sdk_mock.url,
+            server=sdk_mock,
+            _closers=[sdk_mock.close],
         )
     closers: list[Callable[[], None]] = []
     target = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 import pytest
 from conftest import Raw
@@ -134,9 +136,10 @@ def test_tls_entries_expose_the_trusted_ca():
     with start("tls") as trusted, start("tls-untrusted") as untrusted:
         assert trusted.url.startswith("https://") and trusted.ca_file
         assert untrusted.ca_file == trusted.ca_file
-        assert httpx.get(trusted.describe()["journal"], verify=trusted.ca_file).json() == []
+        context = ssl.create_default_context(cafile=trusted.ca_file)
+        assert httpx.get(trusted.describe()["journal"], verify=context).json() == []
         with pytest.raises(httpx.ConnectError):
-            httpx.get(untrusted.describe()["journal"], verify=trusted.ca_file)
+            httpx.get(untrusted.describe()["journal"], verify=context)
 
 
 def test_stdio_entry_gives_a_command_and_a_journal_file(tmp_path):
