@@ -117,7 +117,9 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
     listed = max(e.time for m in (remote, local) for e in m.journal.entries("tools/list"))
     model.script([Step.text("hi")])
     running.ask("hello")
-    first_model = model.journal.entries(kind="http")[0].time
+    bodies = model.journal.entries(kind="http")
+    check(bool(bodies), ids="DISC-1", expected="the question sent to the model", actual="no model request")
+    first_model = bodies[0].time
     check(
         listed <= first_model,
         ids="DISC-1",
@@ -139,7 +141,14 @@ def test_servers_connect_in_parallel(host, http_mock, timeouts):
     running = host.start()
     for i in range(3):
         expect_available(running, f"slow{i}", "DISC-2", f"initialize delayed {delay:.2f}s")
-    arrivals = sorted(m.journal.entries("initialize")[0].time for m in mocks)
+    received = [m.journal.entries("initialize") for m in mocks]
+    check(
+        all(received),
+        ids="DISC-2",
+        expected="each of the three servers received initialize",
+        actual=f"initialize counts {[len(r) for r in received]}",
+    )
+    arrivals = sorted(r[0].time for r in received)
     spread = arrivals[-1] - arrivals[0]
     check(
         spread < delay and running.elapsed < 2 * delay + timeouts.connect,
@@ -325,7 +334,9 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
     model.script([Step.text("hi")])
     running.ask("hello")
 
-    body = model_requests(model)[-1]
+    bodies = model_requests(model)
+    check(bool(bodies), ids="DISC-10", expected="the question sent to the model", actual="no model request")
+    body = bodies[-1]
     leaked = sorted({t["description"].split("]", 1)[0] + "]" for t in mcp_tools(body) if not t["description"].startswith("[MCP server docs,")})
     check(
         not leaked,

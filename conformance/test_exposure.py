@@ -35,13 +35,21 @@ def tool(name: str, description: str = "", schema: Any = None) -> Tool:
     return Tool(name, description or f"The {name} tool.", **kwargs)
 
 
-def offered_after_start(host, model) -> dict[str, Any]:
-    """Start the client, ask one question, stop; the body of the model request."""
+def offered_after_start(host, model, ids: str) -> dict[str, Any]:
+    """Start the client, ask one question, stop; the body of the (last) model request."""
+    before = len(model_requests(model))
     running = host.start()
     model.script([Step.text("ok")])
-    running.ask("hello")
+    turn = running.ask("hello")
     running.stop()
-    return model_requests(model)[-1]
+    bodies = model_requests(model)
+    check(
+        len(bodies) > before,
+        ids=ids,
+        expected="the question sent to the model",
+        actual=f"no model request (question_sent={turn.question_sent})",
+    )
+    return bodies[-1]
 
 
 def names_by_label(body: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
@@ -78,7 +86,7 @@ def test_valid_names_are_mcp_server_tool(host, http_mock, model):
     pairs = [("docs", "query"), ("docs", "read-file"), ("Repo-2", "List_Items")]
     host.add_http("docs", http_mock(spec("docs", [tool("query"), tool("read-file")])))
     host.add_http("Repo-2", http_mock(spec("Repo-2", [tool("List_Items")])))
-    body = offered_after_start(host, model)
+    body = offered_after_start(host, model, "EXP-1")
     found = names_by_label(body, pairs)
     wrong = {f"{s}/{t}": n for (s, t), n in found.items() if n != f"mcp_{s}_{t}"}
     check(
@@ -102,8 +110,8 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
     host.add_http("a", http_mock(spec("a", [tool("b_c")])))
     pairs = [("docs", n) for n in AWKWARD] + [("a_b", "c"), ("a", "b_c")]
 
-    first = offered_after_start(host, model)
-    second = offered_after_start(host, model)
+    first = offered_after_start(host, model, "EXP-2")
+    second = offered_after_start(host, model, "EXP-2")
     check_all_names(first)
     names = names_by_label(first, pairs)
     missing = [f"{s}/{t}" for (s, t), n in names.items() if n is None]
@@ -150,7 +158,7 @@ def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     if server in host.servers:
         host.remove(server)
     host.add_http(server, mock)
-    body = offered_after_start(host, model)
+    body = offered_after_start(host, model, "EXP-2")
     check_all_names(body)
     found = names_by_label(body, [(server, n) for n in names])
     missing = [n for (_, n), exposed in found.items() if exposed is None]
@@ -176,7 +184,7 @@ SCHEMAS = {
 def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
     """The function's `parameters` equal the server's `inputSchema` exactly, and `strict` is false."""
     host.add_http("docs", http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()])))
-    body = offered_after_start(host, model)
+    body = offered_after_start(host, model, "EXP-3")
     for name, schema in SCHEMAS.items():
         offered = mcp_tool(body, "docs", name) or {}
         check(
@@ -200,7 +208,7 @@ def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, mo
     untrusted external data (the note contains the word `untrusted`)."""
     text = "Searches the documentation index for a phrase."
     host.add_http("docs", http_mock(spec("docs", [tool("query", text)])))
-    body = offered_after_start(host, model)
+    body = offered_after_start(host, model, "EXP-4")
     offered = mcp_tool(body, "docs", "query")
     check(
         offered is not None,
@@ -246,7 +254,7 @@ def test_standing_instructions_are_reported(host, http_mock, model, record_prope
     """INFO: the standing instructions sent to the model say that MCP tool descriptions and
     results are data, never instructions or authorization."""
     host.add_http("docs", http_mock(spec("docs", [tool("query")])))
-    body = offered_after_start(host, model)
+    body = offered_after_start(host, model, "EXP-6")
     instructions = body.get("instructions")
     if not isinstance(instructions, str):
         system = [i for i in body.get("input", []) if isinstance(i, dict) and i.get("role") in ("system", "developer")]
