@@ -1,0 +1,288 @@
+"""The harness adapter for the reference host (the one module that imports `harness`).
+
+Strategy: translate, never decide. Configuration goes through `cli.main([...])` exactly as
+a user would type it, secrets through `--header-from-env` / `--env-from-env` with the
+variable set only in the environ handed to `cli.main` (never in argv). A started host runs
+in a background thread with its own asyncio loop; `ask` blocks the harness's thread while
+the turn runs there, and the approval / acknowledgement callbacks are called from a worker
+thread so the loop stays free (a `cancel` from the harness reaches it at once). Everything
+the user would have seen (status lines, confirmations with the typed answer, prompts,
+results, answers) is collected into the `text` fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import threading
+from collections.abc import Coroutine, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.adapter import (
+    Acknowledger,
+    AdapterError,
+    Approver,
+    CallResult,
+    Confirmation,
+    Description,
+    HttpServer,
+    ServerConfig,
+    ServerStatus,
+    Shown,
+    StartOptions,
+    Stopped,
+    Turn,
+)
+from reference_client import cli
+from reference_client.config import ConfigError, ConfigStore, secrets_of
+from reference_client.confirmation import ConfirmationView
+from reference_client.host import Host, TurnReport
+from reference_client.redaction import Redactor
+from reference_client.sessions import SessionError, SessionLog
+
+NAME = "mcp-reference-host"
+SECRET_VARIABLE = "MCP_REFERENCE_SECRET_{}"  # set only in the environ given to cli.main
+STOP_TIMEOUT = 30.0
+
+T = TypeVar("T")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mcp-host-conformance")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
+        return "0.0.0"
+
+
+def host_environ(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment the host runs with: HOME, the outer PATH and LANG, then the extra.
+    No XDG_* of the outer process leaks in, so configuration stays under this HOME."""
+    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", os.defpath)}
+    if "LANG" in os.environ:
+        environ["LANG"] = os.environ["LANG"]
+    environ.update(extra or {})
+    return environ
+
+
+def add_command(server: ServerConfig) -> tuple[list[str], dict[str, str]]:
+    """The argv a user would type to add `server`, and the variables holding its secrets."""
+    secrets: dict[str, str] = {}
+
+    def from_env(flag: str, name: str, value: str) -> list[str]:
+        variable = SECRET_VARIABLE.format(len(secrets))
+        secrets[variable] = value
+        return [flag, f"{name}={variable}"]
+
+    if isinstance(server, HttpServer):
+        argv = ["mcp", "add", server.name, server.url]
+        for name, value in server.headers.items():
+            argv += from_env("--header-from-env", name, value)
+    else:
+        argv = ["mcp", "add", server.name, f"--command={server.command}"]
+        argv += [f"--arg={arg}" for arg in server.args]  # "=" so an arg like -x stays an arg
+        for name, value in server.env.items():
+            argv += from_env("--env-from-env", name, value)
+    return argv, secrets
+
+
+def confirmation_record(view: ConfirmationView) -> Confirmation:
+    return Confirmation(
+        server=view.server,
+        destination=view.destination,
+        tool=view.tool,
+        arguments=view.arguments,
+        warning=view.warning,
+        text=view.text,
+    )
+
+
+class _Loop:
+    """An asyncio loop of its own, on a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="reference-host", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise AdapterError(f"the reference host did not finish within {timeout:g} s") from None
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(STOP_TIMEOUT)
+        self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        self.loop.close()
+
+
+class _BridgeUI:
+    """The host's UI, answered by the harness's callbacks; records what the user saw."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.approver: Approver | None = None
+        self.acknowledger: Acknowledger | None = None
+
+    def take_text(self) -> str:
+        text, self.lines = "\n".join(self.lines), []
+        return text
+
+    def show(self, text: str) -> None:
+        self.lines.append(text)
+
+    async def approve(self, view: ConfirmationView) -> str:
+        if self.approver is None:
+            raise AdapterError("no approval callback during a turn")
+        answer = await asyncio.to_thread(self.approver, confirmation_record(view))
+        self.lines.append(f"{view.text}{answer}")
+        return answer
+
+    async def acknowledge(self, prompt: str) -> bool:
+        if self.acknowledger is None:
+            raise AdapterError("no acknowledgement callback during a turn")
+        accepted = await asyncio.to_thread(self.acknowledger, prompt)
+        self.lines.append(f"{prompt}{'y' if accepted else 'n'}")
+        return bool(accepted)
+
+
+class ReferenceSession:
+    """A running reference host (`harness.adapter.ClientSession`)."""
+
+    def __init__(self, options: StartOptions) -> None:
+        self.options = options
+        self.environ = host_environ(options.home, options.env)
+        self.ui = _BridgeUI()
+        self._ask_lock = threading.Lock()
+        self._stopped: Stopped | None = None
+        try:
+            servers = ConfigStore(self.environ).load()
+        except ConfigError as exc:
+            raise AdapterError(f"cannot read the configuration: {exc}") from None
+        redactor = Redactor([*secrets_of(servers), options.model_key])
+        history = None
+        try:
+            if options.resume:
+                self.session, history, warnings = SessionLog.open(
+                    self.environ, options.resume, redactor=redactor
+                )
+                self.ui.show(f"Resuming session {self.session.id} ({len(history)} items).")
+                for warning in warnings:
+                    self.ui.show(redactor.redact(f"Warning: {warning}"))
+            else:
+                self.session = SessionLog.create(self.environ, redactor=redactor)
+        except SessionError as exc:
+            raise AdapterError(f"cannot open the session: {exc}") from None
+        self._loop = _Loop()
+
+        async def make_and_start() -> tuple[Host, list]:
+            host = Host(
+                servers,
+                model_url=options.model_url,
+                model_key=options.model_key,
+                environ=self.environ,
+                cwd=options.cwd,
+                ui=self.ui,
+                connect_timeout=options.connect_timeout,
+                call_timeout=options.call_timeout,
+                ca_file=options.ca_file,
+                session=self.session,
+                history=history,
+            )
+            return host, await host.start()
+
+        try:
+            self.host, lines = self._loop.run(make_and_start(), options.connect_timeout + 30)
+        except BaseException:
+            self._loop.stop()
+            self.session.close()
+            raise
+        self.statuses = [
+            ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line) for s in lines
+        ]
+        self.text = self.ui.take_text()
+
+    def ask(self, question: str, approve: Approver, acknowledge: Acknowledger) -> Turn:
+        with self._ask_lock:
+            if self._stopped is not None:
+                raise AdapterError("the session is stopped")
+            self.ui.approver, self.ui.acknowledger = approve, acknowledge
+            bound = 60 + 20 * (self.options.call_timeout + 5)
+            try:
+                report: TurnReport = self._loop.run(self.host.ask(question), bound)
+            finally:
+                self.ui.approver = self.ui.acknowledger = None
+            return Turn(
+                question_sent=report.question_sent,
+                confirmations=[confirmation_record(v) for v in report.confirmations],
+                calls=[CallResult(c.tool, c.status, c.output) for c in report.calls],
+                acknowledgements=list(report.acknowledgements),
+                answer=report.answer,
+                text=self.ui.take_text(),
+            )
+
+    def cancel(self) -> None:
+        self.host.cancel()
+
+    def stop(self) -> Stopped:
+        if self._stopped is not None:
+            return self._stopped
+        try:
+            self._loop.run(self.host.close(), STOP_TIMEOUT)
+        finally:
+            self._loop.stop()
+            self.session.close()
+        self._stopped = Stopped(self.session.id, [self.session.path], self.ui.take_text())
+        return self._stopped
+
+
+class ReferenceAdapter:
+    """`harness.adapter.Adapter` for the reference host."""
+
+    def describe(self) -> Description:
+        return Description(
+            name=NAME,
+            version=_version(),
+            profiles=frozenset(),
+            connect_timeout=10.0,
+            call_timeout=30.0,
+            project_config_files=[],
+            can_cancel=True,
+        )
+
+    def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:
+        out = io.StringIO()
+        environ = host_environ(home, secrets)
+        status = cli.main(argv, environ=environ, stdin=io.StringIO(""), stdout=out)
+        if status != 0:
+            raise AdapterError(f"`{NAME} {argv[0]} {argv[1]}` failed (exit {status}): {out.getvalue().strip()}")
+        return out.getvalue()
+
+    def add_server(self, home: Path, server: ServerConfig) -> Shown:
+        argv, secrets = add_command(server)
+        text = self._cli(home, argv, secrets)
+        return Shown(text, [ConfigStore(host_environ(home)).path])
+
+    def remove_server(self, home: Path, name: str) -> Shown:
+        return Shown(self._cli(home, ["mcp", "remove", name]), [ConfigStore(host_environ(home)).path])
+
+    def list_servers(self, home: Path) -> Shown:
+        return Shown(self._cli(home, ["mcp", "list"]))
+
+    def start(self, options: StartOptions) -> ReferenceSession:
+        return ReferenceSession(options)
+
+
+def driver_main() -> int:
+    """`mcp-reference-host driver`: serve this adapter over the driver protocol (stdio)."""
+    from harness.driver_server import serve
+
+    return serve(ReferenceAdapter())

@@ -1,0 +1,135 @@
+"""The harness adapter: configuration through the CLI, a host on its own thread, turns."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.adapter import Adapter, ClientSession, HttpServer, StartOptions, StdioServer
+from mocks.http_server import HttpMock
+from mocks.model_script import Step
+from mocks.responses import MockResponses
+from mocks.spec import Misbehaviour, ServerSpec, Tool
+from mocks.stdio_server import StdioMock, process_state
+from reference_client.adapter import ReferenceAdapter, add_command
+
+SECRET = "adapter-canary-Q9x7"
+
+
+def options(tmp_path: Path, model: MockResponses, **kw) -> StartOptions:
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    home.mkdir(exist_ok=True)
+    cwd.mkdir(exist_ok=True)
+    return StartOptions(home=home, cwd=cwd, model_url=model.url, model_key=model.api_key,
+                        connect_timeout=1.0, call_timeout=1.0, **kw)
+
+
+def test_describe_and_protocol() -> None:
+    adapter = ReferenceAdapter()
+    assert isinstance(adapter, Adapter)
+    d = adapter.describe()
+    assert (d.name, d.connect_timeout, d.call_timeout, d.can_cancel) == ("mcp-reference-host", 10.0, 30.0, True)
+    assert d.profiles == frozenset() and d.project_config_files == []
+
+
+def test_secrets_never_in_argv() -> None:
+    argv, secrets = add_command(HttpServer("docs", "https://x/mcp", {"Authorization": SECRET}))
+    assert SECRET not in " ".join(argv) and list(secrets.values()) == [SECRET]
+    argv, secrets = add_command(StdioServer("loc", "prog", ["-x", "a;b"], {"TOKEN": SECRET}))
+    assert SECRET not in " ".join(argv) and "--arg=-x" in argv
+
+
+def test_add_list_remove_and_a_turn(tmp_path: Path) -> None:
+    adapter = ReferenceAdapter()
+    with HttpMock(ServerSpec(name="docs", tools=[Tool("query")])) as mock, MockResponses() as model:
+        opts = options(tmp_path, model)
+        shown = adapter.add_server(opts.home, HttpServer("docs", mock.url, {"Authorization": SECRET}))
+        assert mock.journal.is_empty()  # CFG-1
+        [path] = shown.paths
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and SECRET not in shown.text
+        assert "docs" in adapter.list_servers(opts.home).text
+        assert SECRET not in adapter.list_servers(opts.home).text
+
+        model.script([Step.call(server="docs", tool="query", arguments={"q": 1}), Step.text("done")])
+        session = adapter.start(opts)
+        assert isinstance(session, ClientSession)
+        try:
+            [status] = session.statuses
+            assert status.connected and status.tools == 1 and status.line in session.text
+            seen = []
+            turn = session.ask("hi", lambda c: seen.append(c) or "y", lambda prompt: True)
+        finally:
+            stopped = session.stop()
+        assert mock.journal.entries("tools/call")[0].headers["authorization"] == SECRET
+    assert [c.tool for c in seen] == ["query"] and seen[0].server == "docs"
+    assert turn.question_sent and turn.answer == "done"
+    assert [(c.status, c.output) for c in turn.calls] == [("completed", '{"q":1}')]
+    assert "Approve this operation? [y/N] y" in turn.text and "done" in turn.text
+    assert stopped.session_id and stopped.session_files[0].exists()
+    assert SECRET not in stopped.session_files[0].read_text()
+
+    assert "Removed" in adapter.remove_server(opts.home, "docs").text
+    assert "docs" not in adapter.list_servers(opts.home).text
+
+
+def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
+    adapter = ReferenceAdapter()
+    stalling = ServerSpec(name="slow", tools=[Tool("wait")], misbehaviour=Misbehaviour(stall=["tools/call"]))
+    with HttpMock(stalling) as mock, MockResponses() as model:
+        opts = options(tmp_path, model)
+        opts.call_timeout = 10.0
+        adapter.add_server(opts.home, HttpServer("slow", mock.url))
+        model.script([Step.call(server="slow", tool="wait", arguments={}), Step.text("ok"), Step.text("again")])
+        session = adapter.start(opts)
+        try:
+            canceller = threading.Thread(
+                target=lambda: (mock.journal.wait_for("tools/call", timeout=5), session.cancel())
+            )
+            canceller.start()
+            turn = session.ask("go", lambda c: "y", lambda p: True)
+            canceller.join(5)
+            assert turn.calls[0].status == "unknown"
+            prompts: list[str] = []
+            second = session.ask("next", lambda c: "y", lambda p: prompts.append(p) or True)
+            assert second.question_sent and second.acknowledgements == prompts
+        finally:
+            stopped = session.stop()
+
+        model.script([Step.text("resumed")])
+        opts.resume = stopped.session_id
+        resumed = adapter.start(opts)
+        try:
+            turn = resumed.ask("after resume", lambda c: "y", lambda p: True)
+        finally:
+            resumed.stop()
+        assert mock.journal.count("tools/call") == 1
+        body = model.journal.entries(kind="http")[-1].extra["body"]
+    assert turn.answer == "resumed"
+    assert [i["type"] for i in body["input"]][:3] == ["message", "function_call", "function_call_output"]
+
+
+def test_stdio_server_through_the_adapter_is_reaped(tmp_path: Path) -> None:
+    adapter = ReferenceAdapter()
+    with MockResponses() as model:
+        opts = options(tmp_path, model)
+        mock = StdioMock(ServerSpec(name="loc", tools=[Tool("echo")]), tmp_path / "work")
+        adapter.add_server(opts.home, StdioServer("loc", mock.command[0], mock.command[1:], {"TOKEN": SECRET}))
+        session = adapter.start(opts)
+        try:
+            assert session.statuses[0].connected
+        finally:
+            session.stop()
+    started = mock.process_entries()[0]
+    assert started.env["TOKEN"] == SECRET and set(started.env) <= {"PATH", "HOME", "LANG", "TOKEN"}
+    assert process_state(started.pid) == "gone"
+
+
+def test_add_failure_is_an_adapter_error(tmp_path: Path) -> None:
+    from harness.adapter import AdapterError
+
+    with pytest.raises(AdapterError):
+        ReferenceAdapter().remove_server(tmp_path, "nothing-here")
