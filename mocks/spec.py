@@ -134,6 +134,9 @@ class Misbehaviour:
     - stderr_flood: stdio only, bytes written to stderr at start and on each call.
     - exit_at_once: stdio only, exit with this code before reading anything.
     - garbage: stdio only, answer every line with non-JSON text.
+    - spawn_child: stdio only, at start spawn a child process that stays in the server's
+      process group and sleeps until killed (STDIO-5: a client that signals only the
+      server's pid leaves it running); its pid is journalled as event "child-spawned".
     """
 
     stall: list[str] = field(default_factory=list)
@@ -152,6 +155,7 @@ class Misbehaviour:
     stderr_flood: int = 0
     exit_at_once: int | None = None
     garbage: bool = False
+    spawn_child: bool = False
 
 
 @dataclass

@@ -13,7 +13,8 @@ before each `tools/call` answer. That is deliberate (STDIO-4): a client that nei
 drains nor discards stderr fills the pipe and the mock blocks, so its calls stop working
 and the case sees it; a client that discards stderr never notices. `exit_at_once` exits
 before reading anything, `garbage` answers every line with non-JSON text, `oversize_at`
-answers that method with one line over the size in the spec (default 1 MiB + 64 KiB).
+answers that method with one line over the size in the spec (default 1 MiB + 64 KiB),
+`spawn_child` leaves a sleeping child in the server's process group (STDIO-5).
 
 Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which writes the
 spec file and names the journal and the command line, and `pid_alive` / `process_state`
@@ -226,6 +227,27 @@ class StdioServer:
             self.handle_line(line)
 
 
+def spawn_child(server: StdioServer) -> None:
+    """Start a child that stays in our process group and sleeps until killed (STDIO-5).
+
+    It holds none of our pipes (a client waiting for EOF on our stdout must not wait for
+    it), and it outlives us if nobody signals the group; `sleep` ends it after 5 minutes
+    anyway, so a broken client's leftover does not linger for ever."""
+    import shutil
+    import subprocess
+
+    sleep = shutil.which("sleep")
+    command = [sleep, "300"] if sleep else [sys.executable, "-c", "import time; time.sleep(300)"]
+    child = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+    )
+    server.event("child-spawned", pid=child.pid, pgid=os.getpgid(child.pid))
+
+
 def main(argv: list[str] | None = None) -> int:
     full_argv = list(sys.argv) if argv is None else list(argv)
     spec_path, journal_path, extra = parse_args(full_argv[1:])
@@ -260,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     bad = spec.misbehaviour
+    if bad.spawn_child:
+        spawn_child(server)
     if bad.exit_at_once is not None:
         server.event("exit", reason="exit_at_once", code=bad.exit_at_once)
         return int(bad.exit_at_once)
