@@ -1,0 +1,181 @@
+"""DriverAdapter <-> serve(FakeAdapter) in a subprocess, and drivers that misbehave."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.adapter import Adapter, AdapterError, HttpServer, StartOptions, StdioServer
+from harness.driver import DriverAdapter
+from harness.driver_wire import PROTOCOL, WireError, decode, decode_server, encode, encode_server
+
+FAKE = Path(__file__).with_name("fake_driver.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def python(code_or_path: str) -> str:
+    return f"{shlex.quote(sys.executable)} {code_or_path}"
+
+
+@pytest.fixture
+def driver():
+    adapter = DriverAdapter(python(shlex.quote(str(FAKE))), timeout=20)
+    yield adapter
+    adapter.close()
+
+
+def options(tmp_path: Path) -> StartOptions:
+    return StartOptions(
+        home=tmp_path, cwd=tmp_path / "project", model_url="http://127.0.0.1:9/v1",
+        model_key="k", connect_timeout=1.0, call_timeout=2.0, env={"X": "1"},
+    )
+
+
+def test_every_operation_round_trips(driver, tmp_path):
+    assert isinstance(driver, Adapter)
+    description = driver.describe()
+    assert (description.name, description.version) == ("fake", "1.2")
+    assert description.profiles == frozenset({"pinning"}) and description.can_cancel
+
+    shown = driver.add_server(tmp_path, HttpServer("a", "http://127.0.0.1:1/mcp", {"Authorization": "t"}))
+    assert shown.text == "added HttpServer a" and shown.paths == [tmp_path / "fake.json"]
+    assert driver.add_server(tmp_path, StdioServer("b", "srv", ["x"], {"K": "v"})).text == "added StdioServer b"
+    assert driver.list_servers(tmp_path).text == "a http://127.0.0.1:1/mcp\nb srv"
+    assert driver.remove_server(tmp_path, "b").text == "removed b"
+
+    session = driver.start(options(tmp_path))
+    assert [s.name for s in session.statuses] == ["a"] and session.statuses[0].tools == 1
+    assert "model at http://127.0.0.1:9/v1" in session.text and "['X']" in session.text
+
+    seen = []
+    turn = session.ask("hello", lambda c: seen.append(c) or "y", lambda prompt: seen.append(prompt) or True)
+    assert seen[0].tool == "echo" and seen[0].arguments == '{\n  "x": 1\n}'
+    assert seen[1] == "the call may have run"
+    assert turn.question_sent and turn.calls[0].status == "completed" and turn.calls[0].output == "hello"
+    assert turn.confirmations[0].server == "a" and turn.answer == "answer='y' ack=True"
+
+    turn = session.ask("again", lambda c: "", lambda prompt: False)
+    assert turn.calls[0].status == "denied" and not turn.question_sent
+
+    stopped = session.stop()
+    assert stopped.session_id == "sess-1" and stopped.session_files == [tmp_path / "s.json"]
+
+
+def test_cancel_while_ask_is_in_flight(driver, tmp_path):
+    session = driver.start(options(tmp_path))
+    waiting = threading.Event()
+    result = {}
+
+    def ask():
+        result["turn"] = session.ask("wait", lambda c: "n", lambda prompt: waiting.set() or True)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    assert waiting.wait(10), "the driver never reached the call"
+    session.cancel()
+    thread.join(10)
+    assert result["turn"].calls[0].status == "unknown"
+    session.stop()
+
+
+def test_a_host_error_is_an_adapter_error_and_the_driver_survives(driver, tmp_path):
+    session = driver.start(options(tmp_path))
+    with pytest.raises(AdapterError, match="the driver's ask failed: RuntimeError: the host fell over"):
+        session.ask("crash", lambda c: "y", lambda p: True)
+    assert driver.describe().name == "fake"
+
+
+def test_a_callback_that_raises_surfaces_from_ask(driver, tmp_path):
+    session = driver.start(options(tmp_path))
+
+    def approve(confirmation):
+        raise AssertionError("the case's own check")
+
+    with pytest.raises(AssertionError, match="the case's own check"):
+        session.ask("hello", approve, lambda p: True)
+
+
+def test_a_hanging_call_fails_within_the_bound_and_the_next_call_respawns(driver, tmp_path):
+    session = driver.start(options(tmp_path))
+    driver.timeout = 0.5
+    started = time.monotonic()
+    with pytest.raises(AdapterError, match=r"did not answer ask within 0.5 s"):
+        session.ask("hang", lambda c: "y", lambda p: True)
+    assert time.monotonic() - started < 5
+    driver.timeout = 20
+    assert driver.describe().name == "fake"
+
+
+# ---- broken drivers -----------------------------------------------------------------------------
+
+DIES = "import sys; sys.stdin.readline(); sys.exit(3)"
+GARBAGE = "import sys; sys.stdin.readline(); print('hello, I am not JSON', flush=True); sys.stdin.read()"
+HANGS = "import sys; sys.stdin.read()"
+OLD = (
+    "import sys, json; m = json.loads(sys.stdin.readline()); "
+    "print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], "
+    "'result': {'protocol': 'mcp-host-conformance-driver/0'}}), flush=True); sys.stdin.read()"
+)
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        (DIES, r"the driver exited \(status 3\)"),
+        (GARBAGE, r"the driver broke the protocol: not JSON .*'hello, I am not JSON'"),
+        (HANGS, r"the driver did not answer initialize within 0.5 s"),
+        (OLD, r"speaks protocol 'mcp-host-conformance-driver/0'"),
+    ],
+    ids=["dies", "garbage", "hangs", "old-protocol"],
+)
+def test_broken_drivers_give_adapter_errors_within_the_bound(code, message):
+    adapter = DriverAdapter(python(f"-c {shlex.quote(code)}"), timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(AdapterError, match=message):
+            adapter.describe()
+    finally:
+        adapter.close()
+    assert time.monotonic() - started < 5
+
+
+def test_a_missing_command_is_an_adapter_error():
+    with pytest.raises(AdapterError, match="cannot start the driver command"):
+        DriverAdapter("/nonexistent/driver --flag").describe()
+
+
+def test_an_empty_or_unparsable_command_is_refused():
+    with pytest.raises(AdapterError, match="empty"):
+        DriverAdapter("  ")
+    with pytest.raises(AdapterError, match="cannot parse"):
+        DriverAdapter("driver 'unclosed")
+
+
+# ---- the wire format ----------------------------------------------------------------------------
+
+
+def test_wire_encoding_round_trips_servers_and_options(tmp_path):
+    server = StdioServer("b", "srv", ["a;b", "$HOME"], {"K": "v"})
+    assert decode_server(encode_server(server)) == server
+    opts = options(tmp_path)
+    assert decode(StartOptions, encode(opts)) == opts
+    assert encode(opts)["home"] == str(tmp_path)
+
+
+def test_wire_decoding_names_the_bad_field():
+    with pytest.raises(WireError, match=r"Description.version: expected str, got int"):
+        from harness.adapter import Description
+
+        decode(Description, {"name": "x", "version": 3})
+    with pytest.raises(WireError, match="server.type"):
+        decode_server({"type": "smoke", "name": "x"})
+
+
+def test_protocol_is_versioned():
+    assert PROTOCOL == "mcp-host-conformance-driver/1"
+    assert REPO.joinpath("docs", "driver-protocol.md").exists()
