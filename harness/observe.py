@@ -8,12 +8,14 @@ journal entries and request bodies (see `mocks.model_script` for the body reader
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mocks.model_script import function_call_outputs, function_calls, label, offered_tools
 
 __all__ = [
     "builtin_tools",
+    "call_outputs",
     "exposed_name",
     "function_call_outputs",
     "function_calls",
@@ -24,7 +26,12 @@ __all__ = [
     "model_requests",
     "offered_names",
     "offered_tools",
+    "output_text",
+    "paired_outputs",
+    "reply_calls",
+    "shows_status",
     "stays_quiet",
+    "user_texts",
 ]
 
 
@@ -88,3 +95,88 @@ def stays_quiet(journal: Any, within: float, method: str | None = None, *, kind:
         return journal.wait_for(method, kind=kind, timeout=within)
     except JournalTimeout:
         return []
+
+
+# ---- tool outputs as the model receives them (RES, RETRY, TURN) ----------------------------
+
+
+def output_text(output: Any) -> str:
+    """A `function_call_output`'s output as text: a string as is, a list of content parts
+    (`{"type": "input_text", "text": ...}`) joined by newlines, anything else as JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        parts = [p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(parts)
+    import json
+
+    return "" if output is None else json.dumps(output, ensure_ascii=False)
+
+
+_STATUS_LABEL = re.compile(r"\bstatus\b[\"']?\s*[:=]?\s*[\"']?([a-z_]+)", re.IGNORECASE)
+
+
+def shows_status(text: str, status: str) -> bool:
+    """Whether an output text tells the model this status. A labelled status
+    (`Status: unknown`, `"status": "unknown"`) must be this one; without a label the
+    status word must appear as a word."""
+    labelled = _STATUS_LABEL.search(text)
+    if labelled and labelled.group(1).lower() in STATUS_WORDS:
+        return labelled.group(1).lower() == status
+    return re.search(rf"(?<![a-z_]){re.escape(status)}(?![a-z_])", text, re.IGNORECASE) is not None
+
+
+STATUS_WORDS = ("completed", "failed", "denied", "unknown", "output_limit")
+
+
+def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
+    """For each model request (in order, as `model_requests`), the function calls the mock
+    model answered it with: `{"call_id", "name", "arguments"}` each."""
+    replies = []
+    for entry in model.journal.entries(kind="http"):
+        body = entry.extra.get("body")
+        if entry.http_method == "POST" and (entry.path or "").endswith("/responses") and isinstance(body, dict):
+            replies.append(list(entry.extra.get("reply_calls") or []))
+    return replies
+
+
+def paired_outputs(body: Any, call_id: str) -> list[Any]:
+    """Every `function_call_output` for `call_id` in a request's input (RES-11: exactly one)."""
+    items = body.get("input") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [
+        i.get("output")
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "function_call_output" and i.get("call_id") == call_id
+    ]
+
+
+def user_texts(body: Any) -> list[str]:
+    """The text of every user message in a request's input (a string input counts as one)."""
+    items = body.get("input") if isinstance(body, dict) else None
+    if isinstance(items, str):
+        return [items]
+    texts = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.append("\n".join(str(p.get("text")) for p in content if isinstance(p, dict) and "text" in p))
+    return texts
+
+
+def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Every call the mock model made, with the outputs paired to it (same `call_id`) in the
+    next model request: `[]` if there was no next request or no output for it."""
+    bodies = model_requests(model)
+    replies = reply_calls(model)
+    pairs = []
+    for k, calls in enumerate(replies):
+        following = bodies[k + 1] if k + 1 < len(bodies) else None
+        for call in calls:
+            pairs.append((call, paired_outputs(following, call["call_id"])))
+    return pairs
