@@ -293,7 +293,7 @@ class ReportingPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.client: Description | None = None
-        self.strict = bool(_option(config, "conformance_strict", False))
+        self.strict = strict_mode(config)
         self.is_worker = hasattr(config, "workerinput")
         self.baseline: Baseline | None = None
         path = _option(config, "expected_failures", None)
@@ -464,6 +464,18 @@ class ReportingPlugin:
         path = _option(self.config, "report_json", None)
         if path:
             terminalreporter.write_line(f"JSON report: {path}")
+
+
+def strict_mode(config: pytest.Config) -> bool:
+    """Whether SHOULD failures fail the run. pytest owns the option name `--strict` (pytest 9
+    sets the "strict" ini value with it), so the suite reads pytest's own flag; the same rule
+    as `harness.plugin.strict_mode`, kept here so reporting works without the plugin."""
+    try:
+        if config.getini("strict"):
+            return True
+    except ValueError:  # pytest 8: no "strict" ini value, `--strict` is an option
+        pass
+    return bool(_option(config, "strict", False))
 
 
 def _option(config: pytest.Config, name: str, default: Any) -> Any:

@@ -17,7 +17,6 @@ from harness.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
-    group.addoption("--conformance-strict", action="store_true", default=False)
     group.addoption("--report-json", default=None)
     group.addoption("--expected-failures", default=None)
 
@@ -129,7 +128,7 @@ def test_should_failure_passes_unless_strict(pytester):
 
 
 def test_should_failure_fails_with_strict(pytester):
-    result = run(pytester, "--conformance-strict", cases=SHOULD_ONLY)
+    result = run(pytester, "--strict", cases=SHOULD_ONLY)
     assert result.ret == 1
     result.assert_outcomes(failed=1, passed=1)
 
