@@ -1,0 +1,1 @@
+"""The zoo of broken clients: the reference client with one behaviour changed each."""
