@@ -1,0 +1,409 @@
+"""CRED: credentials.
+
+Strategy: every secret the suite configures is a canary (`harness.canaries`), a random
+value searched raw, URL-encoded, JSON-escaped and base64-encoded, so a leak is found
+however the client encodes it, and is reported by label, never by value. Where a secret
+goes is read from the mocks' journals (each HTTP mock records the headers it received,
+each stdio mock its whole environment, the mock model every request); where it must not
+appear is everything the suite can see: what the user saw (status lines, listings,
+confirmations, results, errors, prompts), the session files the client reported, and
+every request to the model service.
+"""
+
+from __future__ import annotations
+
+import secrets as _random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.adapter import HttpServer
+from harness.canaries import CANARY_PREFIX, Canary, Secrets
+from harness.outcomes import check
+from mocks.model_script import Step
+from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+
+
+def tool_spec(name: str, reply: Reply | None = None) -> ServerSpec:
+    tool = Tool("query", "Looks something up.", reply=reply or Reply.text(f"answer from {name}"))
+    return ServerSpec(name=name, tools=[tool])
+
+
+def hits_of(label: str, hits: list[str]) -> list[str]:
+    """The search results that concern the canary labelled `label`."""
+    return [h for h in hits if f"secret {label} (" in h]
+
+
+def header_values(journal, name: str) -> list[str | None]:
+    """The value of header `name` on every HTTP request a mock received, in order."""
+    return [e.headers.get(name.lower()) for e in journal.entries(kind="http")]
+
+
+def everywhere(host, model, secrets: Secrets) -> list[str]:
+    """Every place a configured secret must never be: what the user saw (status lines,
+    listings, confirmations, results, errors, prompts), the session files, the model requests."""
+    hits = secrets.found_in_texts(host.seen)
+    hits += secrets.found_in_texts([c.text for c in host.confirmations], "confirmations")
+    hits += secrets.found_in_files(host.session_files)
+    hits += secrets.found_in_journal(model.journal, "requests to the model service")
+    return hits
+
+
+# ---- CRED-1 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.requirements("CRED-1")
+def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets):
+    """A header configured for a remote server is sent to that server and to no other
+    destination."""
+    alpha_token = secrets.new("alpha-token", special=True)
+    beta_token = secrets.new("beta-token", special=True)
+    alpha = http_mock(tool_spec("alpha"))
+    beta = http_mock(tool_spec("beta"))
+    plain = http_mock(tool_spec("plain"))  # configured without any header
+    host.add_http("alpha", alpha, headers={"Authorization": f"Bearer {alpha_token}"})
+    host.add_http("beta", beta, headers={"X-Api-Key": beta_token})
+    host.add_http("plain", plain)
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="alpha", tool="query", arguments={"q": "a"}),
+                    Step.call(server="beta", tool="query", arguments={"q": "b"}),
+                    Step.call(server="plain", tool="query", arguments={"q": "c"}),
+                ]
+            ),
+            Step.text("done"),
+        ]
+    )
+    running = host.start()
+    running.ask("ask all three", approve="y")
+    running.stop()
+
+    # The header does reach its own server, on every request (connect and call).
+    sent_alpha = header_values(alpha.journal, "Authorization")
+    check(
+        bool(sent_alpha) and all(v == f"Bearer {alpha_token}" for v in sent_alpha),
+        ids="CRED-1",
+        expected="every request to server alpha carries its configured Authorization header",
+        actual=f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} requests carried it",
+    )
+    sent_beta = header_values(beta.journal, "X-Api-Key")
+    check(
+        bool(sent_beta) and all(v == beta_token for v in sent_beta),
+        ids="CRED-1",
+        expected="every request to server beta carries its configured X-Api-Key header",
+        actual=f"{sum(v == beta_token for v in sent_beta)} of {len(sent_beta)} requests carried it",
+    )
+    # ...and nowhere else.
+    leaks = hits_of("alpha-token", secrets.found_in_journal(beta.journal, "server beta"))
+    leaks += hits_of("alpha-token", secrets.found_in_journal(plain.journal, "server plain"))
+    leaks += hits_of("beta-token", secrets.found_in_journal(alpha.journal, "server alpha"))
+    leaks += hits_of("beta-token", secrets.found_in_journal(plain.journal, "server plain"))
+    leaks += secrets.found_in_journal(model.journal, "requests to the model service")
+    check(
+        not leaks,
+        ids="CRED-1",
+        expected="each server's header only in that server's journal; none at other servers or the model",
+        actual="; ".join(leaks),
+    )
+
+
+# ---- CRED-2 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.requirements("CRED-2")
+def test_each_environment_variable_reaches_its_own_server_only(
+    host, stdio_mock, http_mock, model, secrets
+):
+    """An environment variable configured for a stdio server reaches that server only."""
+    one_token = secrets.new("one-env", special=True)
+    two_token = secrets.new("two-env", special=True)
+    one = stdio_mock(tool_spec("one"))
+    two = stdio_mock(tool_spec("two"))
+    remote = http_mock(tool_spec("remote"))
+    host.add_stdio("one", one, env={"ONE_TOKEN": one_token})
+    host.add_stdio("two", two, env={"TWO_TOKEN": two_token})
+    host.add_http("remote", remote)
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="one", tool="query", arguments={}),
+                    Step.call(server="two", tool="query", arguments={}),
+                ]
+            ),
+            Step.text("done"),
+        ]
+    )
+    running = host.start()
+    running.ask("ask both", approve="y")
+    running.stop()
+
+    one_envs = [e.env or {} for e in one.process_entries()]
+    two_envs = [e.env or {} for e in two.process_entries()]
+    check(
+        bool(one_envs) and all(env.get("ONE_TOKEN") == one_token for env in one_envs),
+        ids="CRED-2",
+        expected="server one started with its configured ONE_TOKEN",
+        actual=f"{len(one_envs)} start(s); ONE_TOKEN set as configured in "
+        f"{sum(env.get('ONE_TOKEN') == one_token for env in one_envs)}",
+    )
+    check(
+        bool(two_envs) and all(env.get("TWO_TOKEN") == two_token for env in two_envs),
+        ids="CRED-2",
+        expected="server two started with its configured TWO_TOKEN",
+        actual=f"{len(two_envs)} start(s); TWO_TOKEN set as configured in "
+        f"{sum(env.get('TWO_TOKEN') == two_token for env in two_envs)}",
+    )
+    leaks = hits_of("one-env", secrets.found_in_journal(two.journal, "stdio server two"))
+    leaks += hits_of("two-env", secrets.found_in_journal(one.journal, "stdio server one"))
+    leaks += secrets.found_in_journal(remote.journal, "HTTP server remote")
+    leaks += secrets.found_in_journal(model.journal, "requests to the model service")
+    # The name too: a client that passes one server's variables to all leaks them by name.
+    leaks += [
+        "variable ONE_TOKEN in server two's environment" for env in two_envs if "ONE_TOKEN" in env
+    ]
+    leaks += [
+        "variable TWO_TOKEN in server one's environment" for env in one_envs if "TWO_TOKEN" in env
+    ]
+    check(
+        not leaks,
+        ids="CRED-2",
+        expected="each stdio server's variable only in that server's environment",
+        actual="; ".join(sorted(set(leaks))),
+    )
+
+
+# ---- CRED-3 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.requirements("CRED-3")
+def test_no_secret_anywhere_the_user_or_the_model_sees(host, http_mock, stdio_mock, model, secrets):
+    """No configured secret ever appears in status lines, confirmations, error messages,
+    results, session files, or any request to the model service."""
+    http_token = secrets.new("http-header", special=True)
+    env_token = secrets.new("stdio-env", special=True)
+    rejected_token = secrets.new("rejected-header", special=True)
+    crashing_token = secrets.new("crashing-env", special=True)
+    docs = http_mock(tool_spec("docs", Reply.echo_arguments()))
+    local = stdio_mock(tool_spec("local", Reply.echo_arguments()))
+    rejecting = http_mock(
+        ServerSpec(
+            name="rejecting", tools=[Tool("query")], misbehaviour=Misbehaviour(reject_status=401)
+        )
+    )
+    crashing = stdio_mock(
+        ServerSpec(
+            name="crashing", tools=[Tool("query")], misbehaviour=Misbehaviour(exit_at_once=3)
+        )
+    )
+    host.add_http("docs", docs, headers={"Authorization": f"Bearer {http_token}"})
+    host.add_stdio("local", local, env={"API_TOKEN": env_token})
+    host.add_http("rejecting", rejecting, headers={"X-Api-Key": rejected_token})
+    host.add_stdio("crashing", crashing, env={"CRASH_TOKEN": crashing_token})
+    host.list()
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="docs", tool="query", arguments={"q": "docs"}),
+                    Step.call(server="local", tool="query", arguments={"q": "local"}),
+                ]
+            ),
+            Step.text("done"),
+        ]
+    )
+    running = host.start()
+    turn = running.ask("use both", approve="y")
+    running.stop()
+
+    check(
+        len(turn.calls) == 2 and len(host.confirmations) == 2,
+        ids="CRED-3",
+        expected="two confirmed calls (so confirmations and results were shown and searched)",
+        actual=f"{len(host.confirmations)} confirmation(s), {len(turn.calls)} call result(s)",
+    )
+    leaks = everywhere(host, model, secrets)
+    reasons = [s.reason or "" for s in running.statuses]
+    leaks += secrets.found_in_texts(reasons, "unavailable reasons")
+    check(
+        not leaks,
+        ids="CRED-3",
+        expected="no configured secret in status lines, listing, confirmations, results, errors, session files or model requests",
+        actual="; ".join(sorted(set(leaks))),
+    )
+
+
+@pytest.mark.requirements("CRED-3")
+def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(host, http_mock, model, secrets):
+    """No configured secret ever appears in ... results, session files, or any request to
+    the model service (even when the server puts it in its result)."""
+    token = secrets.new("echoed-header", special=True)
+    leaky = http_mock(
+        tool_spec("leaky", Reply.text(f"debug: you sent Bearer {token}", "second block"))
+    )
+    host.add_http("leaky", leaky, headers={"Authorization": f"Bearer {token}"})
+    model.script([Step.call(server="leaky", tool="query", arguments={"q": "x"}), Step.text("done")])
+    running = host.start()
+    turn = running.ask("call it", approve="y")
+    running.stop()
+
+    check(
+        leaky.journal.count("tools/call") == 1,
+        ids="CRED-3",
+        expected="the call reached the server (so its result could leak)",
+        actual=f"{leaky.journal.count('tools/call')} tools/call",
+    )
+    leaks = secrets.found_in_texts([c.output for c in turn.calls], "results")
+    leaks += everywhere(host, model, secrets)
+    check(
+        not leaks,
+        ids="CRED-3",
+        expected="the secret removed from the result before it is shown, saved or sent to the model",
+        actual="; ".join(sorted(set(leaks))),
+    )
+
+
+# Header values: visible ASCII, with the characters that JSON, URL and base64 treat specially.
+SECRET_TAILS = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=16
+)
+
+
+@pytest.mark.requirements("CRED-3")
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(tail=SECRET_TAILS)
+def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
+    """No configured secret ever appears in status lines, confirmations, results, session
+    files, or any request to the model service: for any header value."""
+    name = f"s{_random.token_hex(3)}"
+    canaries = Secrets()
+    value = f"{CANARY_PREFIX}prop-{_random.token_hex(6)}{tail}"
+    canaries.canaries.append(Canary("generated-header", value))
+    server = http_mock(tool_spec(name, Reply.echo_arguments()))
+    seen_before = len(host.seen)
+    files_before = len(host.session_files)
+    requests_before = len(model.journal.entries())
+    host.add(HttpServer(name=name, url=server.url, headers={"X-Api-Key": value}))
+    model.script([Step.call(server=name, tool="query", arguments={"q": tail}), Step.text("done")])
+    running = host.start()
+    running.ask("call it", approve="y")
+    running.stop()
+    host.remove(name)  # the next example starts with only its own server
+
+    leaks = canaries.found_in_texts(host.seen[seen_before:])
+    leaks += canaries.found_in_files(host.session_files[files_before:])
+    leaks += canaries.found_in_journal(
+        model.journal,
+        "requests to the model service",
+        entries=model.journal.entries()[requests_before:],
+    )
+    check(
+        not leaks,
+        ids="CRED-3",
+        expected="the header value nowhere in what the user saw, the session files or the model requests",
+        actual="; ".join(sorted(set(leaks))) + f" (value of {len(value)} characters)",
+    )
+
+
+# ---- CRED-4 -----------------------------------------------------------------------------------
+
+
+def oauth_reason_problems(reason: str) -> list[str]:
+    """What a credential-rejection reason lacks: it must say OAuth is not supported and
+    suggest a static header such as an API key."""
+    text = reason.lower()
+    problems = []
+    if "oauth" not in text:
+        problems.append("does not mention OAuth")
+    elif "support" not in text:
+        problems.append("does not say OAuth is not supported")
+    if not any(word in text for word in ("header", "api key", "api-key", "apikey", "token")):
+        problems.append("suggests no static header such as an API key")
+    return problems
+
+
+@pytest.mark.requirements("CRED-4")
+def test_rejected_credentials_are_reported_without_the_value(host, http_mock, secrets):
+    """A server that rejects the credentials (401 or 403 at connect) is reported unavailable
+    with a reason that says OAuth is not supported and suggests a static header such as an
+    API key, without echoing the value."""
+    wrong = secrets.new("wrong-key", special=True)
+    forbidden_key = secrets.new("forbidden-key", special=True)
+    right = secrets.new("right-key", special=True)
+    checking = Misbehaviour(accept_header="X-Api-Key", accept_value=right)
+    unauthorized = http_mock(
+        ServerSpec(name="unauthorized", tools=[Tool("query")], misbehaviour=checking)
+    )
+    forbidden = http_mock(
+        ServerSpec(
+            name="forbidden", tools=[Tool("query")], misbehaviour=Misbehaviour(reject_status=403)
+        )
+    )
+    accepted = http_mock(
+        ServerSpec(
+            name="accepted",
+            tools=[Tool("query")],
+            misbehaviour=Misbehaviour(accept_header="X-Api-Key", accept_value=right),
+        )
+    )
+    host.add_http("unauthorized", unauthorized, headers={"X-Api-Key": wrong})
+    host.add_http("forbidden", forbidden, headers={"Authorization": f"Bearer {forbidden_key}"})
+    host.add_http("accepted", accepted, headers={"X-Api-Key": right})
+    running = host.start()
+    running.stop()
+
+    good = running.status("accepted")
+    check(
+        good is not None and good.connected,
+        ids="CRED-4",
+        expected="the server given the right key connects (control)",
+        actual=f"status {good.line if good else 'missing'!r}",
+    )
+    for name, status_code in (("unauthorized", 401), ("forbidden", 403)):
+        status = running.status(name)
+        check(
+            status is not None and not status.connected,
+            ids="CRED-4",
+            expected=f"server {name} (HTTP {status_code} at connect) reported unavailable",
+            actual="no status line" if status is None else f"connected={status.connected}",
+        )
+        reason = status.reason or status.line
+        problems = oauth_reason_problems(reason)
+        check(
+            not problems,
+            ids="CRED-4",
+            expected=f"server {name}'s reason says OAuth is not supported and suggests a static header such as an API key",
+            actual=f"the reason {', and '.join(problems)}",
+        )
+    leaks = secrets.found_in_texts(host.seen) + secrets.found_in_texts(
+        [s.reason or "" for s in running.statuses], "unavailable reasons"
+    )
+    check(
+        not leaks,
+        ids="CRED-4",
+        expected="no header value echoed in the status lines or anything else the user saw",
+        actual="; ".join(sorted(set(leaks))),
+    )
+
+
+# ---- CRED-5 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.requirements("CRED-5")
+def test_secret_typed_with_echo_off(description, record_property):
+    """A secret is typed with echo off when the server is added interactively.
+
+    The adapter contract adds servers as data, not through a terminal, so the suite cannot
+    watch a prompt's echo. The reference client checks it in its own terminal test
+    (tests/reference_client/test_terminal.py); for any client this case records that the
+    rule was not observable and is reported not applicable, never passed."""
+    record_property("CRED-5", f"not observable through the adapter contract for {description.name}")
+    pytest.skip(
+        "not applicable: echo-off secret input is a terminal behaviour the adapter contract "
+        "cannot show; the reference client checks it in its own terminal test"
+    )
