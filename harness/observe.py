@@ -30,6 +30,7 @@ __all__ = [
     "paired_outputs",
     "reply_calls",
     "shows_status",
+    "status_problem",
     "stays_quiet",
     "user_texts",
 ]
@@ -180,3 +181,27 @@ def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
         for call in calls:
             pairs.append((call, paired_outputs(following, call["call_id"])))
     return pairs
+
+
+def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | None:
+    """Why the model journal and the adapter's Turn do not both give call number `call` (of
+    every call the model made, default the last) this status; None if they do. The model
+    journal is the primary evidence: the paired output must exist, be unique, and state it."""
+    pairs = call_outputs(model)
+    if not pairs:
+        return "the model made no call (or the client never asked the model)"
+    try:
+        made, outputs = pairs[call]
+    except IndexError:
+        return f"the model made {len(pairs)} call(s), no call number {call}"
+    if not outputs:
+        return f"no function_call_output for call {made['call_id']} in the next model request"
+    if len(outputs) > 1:
+        return f"{len(outputs)} outputs for call {made['call_id']} in the next model request"
+    text = output_text(outputs[0])
+    if not shows_status(text, status):
+        return f"the model received {text[:200]!r}, not status {status}"
+    reported = [c.status for c in getattr(turn, "calls", [])]
+    if turn is not None and status not in reported:
+        return f"the model received {status}, but the client reported statuses {reported}"
+    return None
