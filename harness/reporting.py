@@ -19,6 +19,7 @@ status at session finish.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -441,6 +442,8 @@ class ReportingPlugin:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.cases and self.baseline is None:
             return  # not a conformance run: stay silent
+        if self.client is None:
+            self.client = _described_client(self.config)
         self.report = build_report(
             self.cases,
             client=self.client,
@@ -464,6 +467,19 @@ class ReportingPlugin:
         path = _option(self.config, "report_json", None)
         if path:
             terminalreporter.write_line(f"JSON report: {path}")
+
+
+def _described_client(config: pytest.Config) -> Description | None:
+    """The client's description from the plugin, when nobody called `set_client` (the
+    plugin caches it, so this describes the client at most once per process)."""
+    plugin = sys.modules.get("harness.plugin")
+    describe = getattr(plugin, "client_description", None)
+    if describe is None:
+        return None
+    try:
+        return describe(config)
+    except Exception:  # a client that cannot be described already failed its cases
+        return None
 
 
 def strict_mode(config: pytest.Config) -> bool:

@@ -1,0 +1,232 @@
+"""The main command, `mcp-host-conformance`: run the suite, list the requirements.
+
+Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
+`pytest --pyargs conformance` with the plugin's options, run in-process (no second
+interpreter start, and `-n N` hands over to xdist as usual); the table, the JSON report,
+the baseline and the exit status all come from `harness.reporting`, so the command and a
+plain pytest invocation behave the same. `requirements` collects the same package (collect
+only) and reads each case's `requirements` marker, so the coverage it shows is the one a
+run would have. Building the pytest arguments and rendering the listing are pure
+functions; only `main` touches pytest and the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.catalog import REQUIREMENTS
+from harness.outcomes import case_id
+
+__all__ = [
+    "broken_clients_for",
+    "build_run_args",
+    "collect_cases",
+    "main",
+    "requirements_listing",
+    "render_requirements",
+]
+
+SUITE_PACKAGE = "conformance"
+DEFAULT_CLIENT = "reference"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-host-conformance",
+        description="Conformance suite for MCP hosts: checks a client, rule by rule, "
+        "against the host-side requirements.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="run the suite against a client",
+        description="Run the conformance suite (pytest --pyargs conformance) against a client; "
+        "prints a table by requirement area and the failures. Exit status: 0 when no MUST "
+        "requirement fails (and no SHOULD one with --strict) and the baseline is up to date. "
+        "Arguments after `--` go to pytest unchanged.",
+    )
+    who = run.add_mutually_exclusive_group()
+    who.add_argument(
+        "--client",
+        metavar="NAME|module:attr",
+        help="a Python adapter: an entry-point name (group mcp_host_conformance.adapters) or "
+        f"module:attr (default: $MCP_HOST_CONFORMANCE_CLIENT or {DEFAULT_CLIENT!r})",
+    )
+    who.add_argument(
+        "--client-cmd",
+        metavar="COMMAND",
+        help="a driver command speaking the driver protocol (docs/driver-protocol.md), "
+        "for a host in any language",
+    )
+    run.add_argument("--report-json", metavar="PATH", help="write the JSON report to PATH")
+    run.add_argument(
+        "--expected-failures",
+        metavar="PATH",
+        help="baseline: a file of requirement or case IDs expected to fail (one per line)",
+    )
+    run.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
+    run.add_argument(
+        "--run-slow", action="store_true", help="also run the cases that wait for real default timeouts"
+    )
+    run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+
+    listing = commands.add_parser(
+        "requirements",
+        help="list every requirement with its level, text and the cases that check it",
+        description="List every requirement ID with its level, its text and the cases that "
+        "check it (read from the suite's markers); an ID without a case shows as uncovered.",
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser
+
+
+# ---- run ------------------------------------------------------------------------------------
+
+
+def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
+    """The pytest arguments of `run`."""
+    args = ["--pyargs", SUITE_PACKAGE]
+    if options.client:
+        args += ["--client", options.client]
+    if options.client_cmd:
+        args += ["--client-cmd", options.client_cmd]
+    if options.report_json:
+        args += ["--report-json", options.report_json]
+    if options.expected_failures:
+        args += ["--expected-failures", options.expected_failures]
+    if options.strict:
+        args.append("--strict")  # pytest's own flag; the plugin reads it (docs/harness-contract.md)
+    if options.run_slow:
+        args.append("--run-slow")
+    if options.workers:
+        args += ["-n", str(options.workers)]
+    return args + list(extra)
+
+
+def _run(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    import pytest
+
+    return int(pytest.main(build_run_args(options, extra)))
+
+
+# ---- requirements ------------------------------------------------------------------------------
+
+
+class _CaseCollector:
+    """A pytest plugin that remembers each collected case's ID and requirement IDs."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, list[str]] = {}
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        for item in session.items:
+            ids: list[str] = []
+            for mark in item.iter_markers("requirements"):
+                for arg in mark.args:
+                    ids += [arg] if isinstance(arg, str) else list(arg)
+            self.cases[case_id(item)] = ids
+
+
+def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Case ID -> requirement IDs, by collecting the suite (nothing runs)."""
+    import pytest
+
+    collector = _CaseCollector()
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = pytest.main(
+            ["--collect-only", "-q", "--pyargs", SUITE_PACKAGE, *extra], plugins=[collector]
+        )
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        sys.stderr.write(output.getvalue())
+        raise SystemExit(f"mcp-host-conformance: collecting the suite failed (pytest exit {int(status)})")
+    return collector.cases
+
+
+def broken_clients_for(requirement_id: str) -> list[str]:
+    """The bundled broken clients that only a case of this requirement catches.
+
+    Empty until a broken-client registry exists: `harness.zoo` (or `tests.zoo`) providing
+    `broken_clients_for(id)`, or a mapping `BROKEN_CLIENTS` of client name -> requirement
+    IDs. Looked up lazily so the command works without it."""
+    for name in ("harness.zoo", "tests.zoo"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        lookup = getattr(module, "broken_clients_for", None)
+        if callable(lookup):
+            return sorted(lookup(requirement_id))
+        registry = getattr(module, "BROKEN_CLIENTS", None)
+        if isinstance(registry, Mapping):
+            return sorted(client for client, ids in registry.items() if requirement_id in ids)
+    return []
+
+
+def requirements_listing(cases: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:
+    """Every catalog requirement with the cases that name it; `covered` False when none."""
+    by_requirement: dict[str, list[str]] = {rid: [] for rid in REQUIREMENTS}
+    for cid, ids in cases.items():
+        for rid in ids:
+            if rid in by_requirement and cid not in by_requirement[rid]:
+                by_requirement[rid].append(cid)
+    return [
+        {
+            "id": req.id,
+            "area": req.area,
+            "level": req.level,
+            "profile": req.profile,
+            "rule": req.rule,
+            "observed": req.observed,
+            "cases": by_requirement[req.id],
+            "covered": bool(by_requirement[req.id]),
+            "broken_clients": broken_clients_for(req.id),
+        }
+        for req in REQUIREMENTS.values()
+    ]
+
+
+def render_requirements(listing: list[dict[str, Any]]) -> str:
+    lines = []
+    for entry in listing:
+        profile = f", profile {entry['profile']}" if entry["profile"] else ""
+        lines.append(f"{entry['id']} ({entry['level']}{profile}): {entry['rule']}")
+        if entry["cases"]:
+            lines += [f"    checked by {cid}" for cid in entry["cases"]]
+        else:
+            lines.append("    uncovered")
+    covered = sum(1 for e in listing if e["covered"])
+    lines.append(f"{covered} of {len(listing)} requirements covered")
+    return "\n".join(lines)
+
+
+# ---- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    options = _parser().parse_args(argv)
+    if options.command == "run":
+        return _run(options, extra)
+    listing = requirements_listing(collect_cases(extra))
+    if options.json:
+        print(json.dumps({"requirements": listing}, indent=2))
+    else:
+        print(render_requirements(listing))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
