@@ -17,6 +17,7 @@ Why not the SDK's client: see `transports/__init__.py`.
 
 from __future__ import annotations
 
+import functools
 import re
 import ssl
 from collections.abc import AsyncIterator
@@ -49,8 +50,13 @@ CREDENTIALS_REJECTED = (
 )
 
 
+@functools.lru_cache(maxsize=8)
 def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
-    """Certificate verification on (NET-2): certifi + system store + an extra CA file."""
+    """Certificate verification on (NET-2): certifi + system store + an extra CA file.
+
+    Cached: loading the CA bundles costs tens of milliseconds of CPU on the event loop, which
+    would otherwise come out of every server's connect timeout, one server after another.
+    """
     context = ssl.create_default_context(cafile=certifi.where())
     context.load_default_certs()
     if ca_file is not None:

@@ -45,7 +45,7 @@ def test_parallel_connect_and_timeouts() -> None:
         result = run(found(servers, timeout=0.6))
         elapsed = time.monotonic() - started
     assert elapsed < 0.6 + 2 * delay  # sequential would take 0.6 + 3 * delay
-    assert [s.connected for s in result.statuses] == [True, True, True, False]
+    assert [s.connected for s in result.statuses] == [True, True, True, False], [s.line for s in result.statuses]
     assert "no answer within 0.6 s" in result.statuses[3].reason
     assert result.statuses[3].line.startswith("MCP server hung unavailable: ")
 

@@ -239,3 +239,15 @@ def test_tool_output_never_exceeds_the_limit() -> None:
     text = tool_output(results.Outcome(results.OUTPUT_LIMITED, body))
     assert len(text.encode()) <= results.OUTPUT_LIMIT and text.endswith(results.TRUNCATION_MARKER)
     assert text.startswith("Status: output_limit\n")
+
+
+def test_tool_list_is_fixed_after_discovery(tmp_path: Path) -> None:
+    ui = ScriptedUI(approvals=["y"])
+    s = spec(change_tools_after_call=True, changed_tools=[Tool("brand_new")])
+    with HttpMock(s) as mock, MockResponses() as model:
+        model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("a"), Step.text("b")])
+        run(session_with(mock, model, ui, ["one", "two"], tmp_path))
+        assert mock.journal.count("tools/list") == 1
+        sent = bodies(model)
+    assert all({t["name"] for t in offered_tools(b)} == {t["name"] for t in offered_tools(sent[0])} for b in sent)
+    assert not any("brand_new" in t["name"] for t in offered_tools(sent[-1]))
