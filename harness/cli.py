@@ -154,10 +154,10 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
 def broken_clients_for(requirement_id: str) -> list[str]:
     """The bundled broken clients that only a case of this requirement catches.
 
-    Empty until a broken-client registry exists: `harness.zoo` (or `tests.zoo`) providing
+    Empty until a broken-client registry exists: `zoo` (tests/zoo, installed), `harness.zoo` or `tests.zoo` providing
     `broken_clients_for(id)`, or a mapping `BROKEN_CLIENTS` of client name -> requirement
     IDs. Looked up lazily so the command works without it."""
-    for name in ("harness.zoo", "tests.zoo"):
+    for name in ("zoo", "harness.zoo", "tests.zoo"):
         try:
             module = importlib.import_module(name)
         except ImportError:
