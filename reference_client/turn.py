@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from reference_client import builtins, confirmation, offering, results
 from reference_client.confirmation import ConfirmationView
-from reference_client.discovery import ConnectedServer, Discovery
+from reference_client.discovery import ConnectedServer, Discovery, OfferedTool
 from reference_client.model import ModelClient, ModelError
 from reference_client.redaction import Redactor
 from reference_client.rpc import RpcError
@@ -193,9 +193,7 @@ class Conversation:
                 offered.server, server.destination, offered.tool["name"], arguments, exposed_name=name
             )
             view = redacted_view(view, self.redactor)
-            report.confirmations.append(view)
-            answer = await self.ui.approve(view)
-            if confirmation.is_approved(answer):
+            if await self._approve(offered, view, report):
                 outcome = await self._call(server, offered.tool["name"], arguments)
             else:
                 outcome = results.denied()
@@ -207,6 +205,11 @@ class Conversation:
         where = f" on {offered.server}" if offered else ""
         self._show(f"Tool {shown_tool}{where}: {outcome.status}\n{outcome.output}")
         return outcome
+
+    async def _approve(self, offered: OfferedTool, view: ConfirmationView, report: TurnReport) -> bool:
+        """Show this call's own confirmation and wait for the answer (APR-1/2/3)."""
+        report.confirmations.append(view)
+        return confirmation.is_approved(await self.ui.approve(view))
 
     async def _call(self, server: ConnectedServer, tool: str, arguments: dict[str, Any]) -> results.Outcome:
         """Send the call once and map what happens; never resend (RETRY-1)."""
@@ -226,8 +229,8 @@ class Conversation:
         if call in done and not call.cancelled():
             return _outcome_of(call)
         if cancelled in done:
-            return results.unknown("the user cancelled the call while it was running")
-        return results.unknown(f"no answer within the call timeout of {self.call_timeout:g} s")
+            return cancelled_outcome()
+        return timed_out_outcome(self.call_timeout)
 
     # ---- output ------------------------------------------------------------------------
     def _record(self, item: dict[str, Any]) -> None:
@@ -238,6 +241,14 @@ class Conversation:
 
     def _show(self, text: str) -> None:
         self.ui.show(self.redactor.redact(text))
+
+
+def timed_out_outcome(call_timeout: float) -> results.Outcome:
+    return results.unknown(f"no answer within the call timeout of {call_timeout:g} s")  # RES-6
+
+
+def cancelled_outcome() -> results.Outcome:
+    return results.unknown("the user cancelled the call while it was running")  # RES-9
 
 
 def _outcome_of(call: asyncio.Future) -> results.Outcome:

@@ -44,6 +44,24 @@ def child_environment(host_environ: Mapping[str, str], configured: Mapping[str, 
     return env
 
 
+async def spawn(
+    command: str, args: list[str], env: Mapping[str, str], cwd: str | None
+) -> asyncio.subprocess.Process:
+    """Start the server: STDIO-1 (exec, no shell), STDIO-2 (`env` exactly), STDIO-3 (own
+    session and process group), STDIO-4 (stderr discarded), NET-4 (1 MiB line limit)."""
+    return await asyncio.create_subprocess_exec(
+        command,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,
+        limit=MAX_MESSAGE_BYTES + 1,
+    )
+
+
 class StdioTransport:
     def __init__(
         self,
@@ -69,17 +87,7 @@ class StdioTransport:
 
     async def connect(self) -> None:
         try:
-            self._process = await asyncio.create_subprocess_exec(
-                self.command,
-                *self.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env=self._env,
-                cwd=self._cwd,
-                start_new_session=True,
-                limit=MAX_MESSAGE_BYTES + 1,
-            )
+            self._process = await spawn(self.command, self.args, self._env, self._cwd)
         except FileNotFoundError:
             raise TransportError(f"command not found: {self.command}", maybe_acted=False) from None
         except PermissionError:
