@@ -133,3 +133,18 @@ def test_add_failure_is_an_adapter_error(tmp_path: Path) -> None:
 
     with pytest.raises(AdapterError):
         ReferenceAdapter().remove_server(tmp_path, "nothing-here")
+
+
+def test_driver_command_serves_the_adapter(tmp_path: Path) -> None:
+    import shlex
+    import sys
+
+    from harness.driver import DriverAdapter
+
+    driver = DriverAdapter(f"{shlex.quote(sys.executable)} -m reference_client driver", timeout=20)
+    try:
+        assert driver.describe().name == "mcp-reference-host"
+        shown = driver.add_server(tmp_path, HttpServer("docs", "https://example.com/mcp", {"X-Key": SECRET}))
+        assert SECRET not in shown.text and "docs" in driver.list_servers(tmp_path).text
+    finally:
+        driver.close()
