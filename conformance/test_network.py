@@ -212,7 +212,7 @@ def test_redirect_at_connect_is_not_followed(host, http_mock, secrets):
                 f"r{code}", redirect_status=code, redirect_to=target.url, redirect_at="initialize"
             )
         )
-        host.add_http(f"r{code}", mock, headers={"Authorization": f"Bearer {token}"})
+        host.add_http(f"r{code}", mock, headers={"X-Api-Key": token})
     running = host.start()
     running.stop()
 
@@ -247,7 +247,7 @@ def test_redirect_at_call_is_not_followed(host, http_mock, model, secrets):
                 f"r{code}", redirect_status=code, redirect_to=target.url, redirect_at="tools/call"
             )
         )
-        host.add_http(f"r{code}", mocks[code], headers={"Authorization": f"Bearer {token}"})
+        host.add_http(f"r{code}", mocks[code], headers={"X-Api-Key": token})
     model.script(
         [
             Step.calls(
