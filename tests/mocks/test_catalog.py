@@ -6,7 +6,7 @@ import ssl
 
 import httpx
 import pytest
-from conftest import Raw
+from tests.mocks.conftest import Raw
 
 from mocks.catalog import (
     CATALOG,

@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from conftest import parse_messages
+from tests.mocks.conftest import parse_messages
 
 from mocks.spec import Misbehaviour, ServerSpec, Tool
 

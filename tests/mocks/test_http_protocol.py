@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from conftest import parse_messages
+from tests.mocks.conftest import parse_messages
 
 from mocks.spec import MISSING, Reply, ServerSpec, Tool
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 
-from engine_support import run
+from tests.reference_client.engine_support import run
 
 from mocks.http_server import HttpMock
 from mocks.spec import Misbehaviour, ServerSpec, Tool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine_support import ScriptedUI, run
+from tests.reference_client.engine_support import ScriptedUI, run
 
 from mocks.http_server import HttpMock
 from mocks.responses import MockResponses

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_support import RawHttpServer, ScriptedUI, http_answer, run
+from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
 
 from mocks.model_script import Step, function_call_outputs
 from mocks.responses import MockResponses

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_support import run
+from tests.reference_client.engine_support import run
 
 from mocks.model_script import Step
 from mocks.responses import MockResponses

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_support import run
+from tests.reference_client.engine_support import run
 
 from mocks.http_server import HttpMock
 from mocks.spec import ServerSpec, Tool

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from engine_support import RawHttpServer, http_answer, run
+from tests.reference_client.engine_support import RawHttpServer, http_answer, run
 
 from mocks.http_server import HttpMock
 from mocks.spec import Misbehaviour, ServerSpec, Tool

@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from engine_support import run
+from tests.reference_client.engine_support import run
 
 from mocks.spec import Misbehaviour, ServerSpec, Tool
 from mocks.stdio_server import StdioMock, process_state

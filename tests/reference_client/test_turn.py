@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import ScriptedUI, run
+from tests.reference_client.engine_support import ScriptedUI, run
 
 from mocks.http_server import HttpMock
 from mocks.model_script import Step, function_call_outputs, offered_tools
