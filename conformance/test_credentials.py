@@ -36,8 +36,12 @@ def hits_of(label: str, hits: list[str]) -> list[str]:
 
 
 def header_values(journal, name: str) -> list[str | None]:
-    """The value of header `name` on every HTTP request a mock received, in order."""
-    return [e.headers.get(name.lower()) for e in journal.entries(kind="http")]
+    """The value of header `name` on every `initialize` and `tools/call` a mock received."""
+    return [
+        e.headers.get(name.lower())
+        for e in journal.entries(kind="rpc")
+        if e.method in ("initialize", "tools/call")
+    ]
 
 
 def everywhere(host, model, secrets: Secrets) -> list[str]:
@@ -86,15 +90,15 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets
     check(
         bool(sent_alpha) and all(v == f"Bearer {alpha_token}" for v in sent_alpha),
         ids="CRED-1",
-        expected="every request to server alpha carries its configured Authorization header",
-        actual=f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} requests carried it",
+        expected="server alpha's initialize and tools/call carry its configured Authorization header",
+        actual=f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} messages carried it",
     )
     sent_beta = header_values(beta.journal, "X-Api-Key")
     check(
         bool(sent_beta) and all(v == beta_token for v in sent_beta),
         ids="CRED-1",
-        expected="every request to server beta carries its configured X-Api-Key header",
-        actual=f"{sum(v == beta_token for v in sent_beta)} of {len(sent_beta)} requests carried it",
+        expected="server beta's initialize and tools/call carry its configured X-Api-Key header",
+        actual=f"{sum(v == beta_token for v in sent_beta)} of {len(sent_beta)} messages carried it",
     )
     # ...and nowhere else.
     leaks = hits_of("alpha-token", secrets.found_in_journal(beta.journal, "server beta"))
