@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
+import functools
 import io
 import json
 import sys
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.catalog import REQUIREMENTS
+from harness.loader import LoadError, zoo_clients
 from harness.outcomes import case_id
 
 __all__ = [
@@ -151,24 +152,21 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
     return collector.cases
 
 
-def broken_clients_for(requirement_id: str) -> list[str]:
-    """The bundled broken clients that only a case of this requirement catches.
+@functools.lru_cache(maxsize=1)
+def _zoo() -> dict[str, Any]:
+    # Loaded lazily through the entry-point group, so the harness never imports a zoo itself.
+    try:
+        return zoo_clients()
+    except LoadError as exc:
+        sys.stderr.write(f"mcp-host-conformance: {exc}\n")
+        return {}
 
-    Empty until a broken-client registry exists: `zoo` (tests/zoo, installed), `harness.zoo` or `tests.zoo` providing
-    `broken_clients_for(id)`, or a mapping `BROKEN_CLIENTS` of client name -> requirement
-    IDs. Looked up lazily so the command works without it."""
-    for name in ("zoo", "harness.zoo", "tests.zoo"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        lookup = getattr(module, "broken_clients_for", None)
-        if callable(lookup):
-            return sorted(lookup(requirement_id))
-        registry = getattr(module, "BROKEN_CLIENTS", None)
-        if isinstance(registry, Mapping):
-            return sorted(client for client, ids in registry.items() if requirement_id in ids)
-    return []
+
+def broken_clients_for(requirement_id: str) -> list[str]:
+    """The broken clients that prove a case of this requirement can fail: every client of the
+    zoos (entry-point group `mcp_host_conformance.zoos`) whose `fails` set names the ID. Each
+    name works with `run --client NAME`."""
+    return sorted(name for name, client in _zoo().items() if requirement_id in getattr(client, "fails", ()))
 
 
 def requirements_listing(cases: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:
@@ -203,6 +201,8 @@ def render_requirements(listing: list[dict[str, Any]]) -> str:
             lines += [f"    checked by {cid}" for cid in entry["cases"]]
         else:
             lines.append("    uncovered")
+        if entry.get("broken_clients"):
+            lines.append(f"    fails against broken clients: {', '.join(entry['broken_clients'])}")
     covered = sum(1 for e in listing if e["covered"])
     lines.append(f"{covered} of {len(listing)} requirements covered")
     return "\n".join(lines)

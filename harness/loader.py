@@ -4,7 +4,9 @@ Strategy: the implementation under test is chosen by an option or an environment
 variable (as fsspec's abstract tests and array-api-tests do), never by editing the suite.
 `--client` names a Python object as `module:attr` or by an entry-point name in the group
 `mcp_host_conformance.adapters`; the object may be an adapter, a class or a factory
-taking no arguments. `--client-cmd` starts any program that speaks the driver protocol
+taking no arguments. A name not found there is looked up in the zoos: entry points of the
+group `mcp_host_conformance.zoos`, each loading a mapping of name -> zero-argument factory
+(the project's broken clients are one such zoo). `--client-cmd` starts any program that speaks the driver protocol
 (`harness.driver`). Everything that can go wrong raises `LoadError` with the fix in its
 message, so the plugin can turn it into one clear usage error.
 """
@@ -23,13 +25,16 @@ __all__ = [
     "CLIENT_ENV",
     "DEFAULT_CLIENT",
     "ENTRY_POINT_GROUP",
+    "ZOO_GROUP",
     "LoadError",
     "adapter_entry_points",
     "load_adapter",
     "resolve_client",
+    "zoo_clients",
 ]
 
 ENTRY_POINT_GROUP = "mcp_host_conformance.adapters"
+ZOO_GROUP = "mcp_host_conformance.zoos"
 DEFAULT_CLIENT = "reference"
 CLIENT_ENV = "MCP_HOST_CONFORMANCE_CLIENT"
 CLIENT_CMD_ENV = "MCP_HOST_CONFORMANCE_CLIENT_CMD"
@@ -44,6 +49,19 @@ class LoadError(Exception):
 def adapter_entry_points() -> dict[str, metadata.EntryPoint]:
     """Installed adapters by entry-point name."""
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def zoo_clients() -> dict[str, Any]:
+    """Every zoo's clients by name (name -> zero-argument factory), loaded lazily. A zoo that
+    fails to load raises LoadError."""
+    found: dict[str, Any] = {}
+    for ep in metadata.entry_points(group=ZOO_GROUP):
+        try:
+            mapping = ep.load()
+            found.update({str(name): factory for name, factory in dict(mapping).items()})
+        except Exception as exc:  # a broken zoo is its author's to fix; say which one
+            raise LoadError(f"loading the zoo {ep.name!r} ({ep.value}) failed: {exc}") from exc
+    return found
 
 
 def _import_attr(spec: str) -> Any:
@@ -68,10 +86,15 @@ def resolve_client(spec: str) -> Any:
         return _import_attr(spec)
     points = adapter_entry_points()
     if spec not in points:
+        zoo = zoo_clients()
+        if spec in zoo:
+            return zoo[spec]
         known = ", ".join(sorted(points)) or "none installed"
+        zoo_known = ", ".join(sorted(zoo)) or "none installed"
         raise LoadError(
             f"--client {spec!r}: no adapter of that name in entry-point group {ENTRY_POINT_GROUP!r} "
-            f"(installed: {known}); give module:attr instead"
+            f"(installed: {known}) nor in the zoos of group {ZOO_GROUP!r} (installed: {zoo_known}); "
+            "give module:attr instead"
         )
     try:
         return points[spec].load()

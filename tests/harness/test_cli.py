@@ -47,7 +47,8 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     assert seen["args"] == ["--pyargs", "conformance"]
 
 
-def test_listing_marks_uncovered_ids_and_lists_cases():
+def test_listing_marks_uncovered_ids_and_lists_cases(monkeypatch):
+    monkeypatch.setattr(cli, "_zoo", lambda: {})
     listing = cli.requirements_listing({"approval::test_a": ["APR-2", "APR-3"], "approval::test_b": ["APR-2"]})
     by_id = {entry["id"]: entry for entry in listing}
     assert len(listing) == len(cli.REQUIREMENTS)
@@ -70,12 +71,20 @@ def test_requirements_json_from_a_collection(monkeypatch, capsys):
     assert set(entry) >= {"id", "level", "rule", "cases", "covered", "broken_clients"}
 
 
-def test_broken_clients_come_from_a_registry_when_there_is_one(monkeypatch):
-    import sys
+def test_broken_clients_come_from_the_zoos(monkeypatch):
     import types
 
-    zoo = types.ModuleType("harness.zoo")
-    zoo.BROKEN_CLIENTS = {"skips-approval": ["APR-1"], "leaks-header": ["CRED-1", "APR-1"]}
-    monkeypatch.setitem(sys.modules, "harness.zoo", zoo)
+    zoo = {
+        "skips-approval": types.SimpleNamespace(fails=frozenset({"APR-1"})),
+        "leaks-header": types.SimpleNamespace(fails=frozenset({"CRED-1", "APR-1"})),
+    }
+    monkeypatch.setattr(cli, "_zoo", lambda: zoo)
     assert cli.broken_clients_for("APR-1") == ["leaks-header", "skips-approval"]
     assert cli.broken_clients_for("CFG-1") == []
+    listing = cli.requirements_listing({"approval::test_a": ["APR-1"]})
+    assert "    fails against broken clients: leaks-header, skips-approval" in cli.render_requirements(listing)
+
+
+def test_installed_zoo_names_a_broken_client_for_every_covered_core_id():
+    # The project's own zoo is installed through the entry-point group.
+    assert "connects-on-add" in cli.broken_clients_for("CFG-1")

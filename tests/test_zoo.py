@@ -1,0 +1,173 @@
+"""Self-test of the conformance suite: it must catch every broken client, exactly.
+
+Strategy: for each broken client of the zoo (`tests/zoo`), run the whole suite against it
+in a process of its own (`pytest --pyargs conformance --client NAME --strict`, as a user
+would) and compare the requirement IDs that failed in its JSON report with the client's
+`fails` set: a missing ID means a case no longer catches the bug it exists for, an
+unexpected one means a case fails for a reason nobody wrote down. The reference client
+must fail none. `--strict` so that a SHOULD failure (RES-9) counts.
+
+A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
+together, ZOO_JOBS at a time (default 4, fine on 2 cores), by one session fixture as soon as
+the first zoo test needs it; each parametrized test then waits for its own run. All zoo tests
+are in one xdist group, so under `-n 2 --dist loadgroup` one worker owns the pool and the
+other runs the rest of the project's tests. `-k NAME` runs only the selected clients.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import zoo
+
+from harness.catalog import REQUIREMENTS
+from harness.loader import resolve_client
+
+REFERENCE = "reference"
+FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
+JOBS = int(os.environ.get("ZOO_JOBS", "4"))
+RUN_BOUND = float(os.environ.get("ZOO_RUN_BOUND", "900"))  # seconds for one whole suite run
+CORE_AREAS = ("CFG", "DISC", "EXP", "APR", "RES", "RETRY", "CRED", "NET", "STDIO", "TURN", "SESS")
+# Core IDs no suite case can fail, so no broken client can prove anything about them:
+# CRED-5 (echo-off at interactive add) is not observable through the adapter contract; the
+# reference client's own terminal test checks it.
+UNOBSERVABLE = {"CRED-5"}
+
+pytestmark = pytest.mark.xdist_group("zoo")
+
+
+def core_ids() -> list[str]:
+    return [
+        rid
+        for rid, req in REQUIREMENTS.items()
+        if req.profile is None and req.area in CORE_AREAS and req.level in ("MUST", "SHOULD")
+    ]
+
+
+# ---- the registry itself (fast) -----------------------------------------------------------
+
+
+def test_every_core_requirement_has_a_broken_client():
+    uncovered = [rid for rid in core_ids() if rid not in UNOBSERVABLE and not zoo.broken_clients_for(rid)]
+    assert not uncovered, f"core requirements without a broken client: {uncovered}"
+
+
+def test_broken_clients_are_well_formed():
+    for name, client in zoo.BROKEN.items():
+        assert client.name == name
+        assert client.fails, f"{name}: empty fails set"
+        unknown = sorted(set(client.fails) - set(REQUIREMENTS))
+        assert not unknown, f"{name}: unknown requirement IDs {unknown}"
+        assert client.target in client.fails
+        assert client.seams, f"{name}: patches nothing"
+        assert resolve_client(name) is client, f"{name}: not found by --client through the zoo entry point"
+
+
+# ---- the suite against each client (slow: one whole suite run each) ------------------------
+
+
+@dataclass
+class Run:
+    name: str
+    returncode: int
+    report: dict | None
+    output: str
+
+    def failed_ids(self) -> set[str]:
+        assert self.report is not None
+        return {rid for rid, entry in self.report["requirements"].items() if entry["outcome"] in FAILING}
+
+    def cases_failing(self, rid: str) -> list[str]:
+        assert self.report is not None
+        lines = []
+        for case in self.report["cases"]:
+            if rid in case["requirements"] and case["outcome"] in FAILING:
+                first = (case.get("message") or case.get("actual") or "").strip().splitlines()
+                lines.append(f"      {case['id']}: {first[0][:300] if first else '(no message)'}")
+        return lines
+
+    def outcome(self, rid: str) -> str:
+        assert self.report is not None
+        return self.report["requirements"].get(rid, {}).get("outcome", "absent")
+
+
+def _clean_env() -> dict[str, str]:
+    # The inner run must not believe it is an xdist worker or inherit this run's options.
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT"))}
+
+
+def run_suite(name: str, workdir: Path) -> Run:
+    workdir.mkdir(parents=True, exist_ok=True)
+    report = workdir / "report.json"
+    argv = [
+        sys.executable, "-m", "pytest", "--pyargs", "conformance", "--client", name, "--strict",
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            argv, cwd=workdir, env=_clean_env(), capture_output=True, text=True, timeout=RUN_BOUND
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return Run(name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{out[-4000:]}")
+    loaded = json.loads(report.read_text()) if report.exists() else None
+    return Run(name, done.returncode, loaded, (done.stdout + done.stderr)[-6000:])
+
+
+class Runs:
+    """Every selected client's suite run, started together, JOBS at a time."""
+
+    def __init__(self, names: list[str], root: Path) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=max(1, JOBS), thread_name_prefix="zoo")
+        self.futures: dict[str, Future[Run]] = {n: self.pool.submit(run_suite, n, root / n) for n in names}
+
+    def get(self, name: str) -> Run:
+        return self.futures[name].result()
+
+    def close(self) -> None:
+        for future in self.futures.values():
+            future.cancel()
+        self.pool.shutdown(wait=True)
+
+
+CLIENTS = [*sorted(zoo.BROKEN), REFERENCE]
+
+
+@pytest.fixture(scope="session")
+def suite_runs(request, tmp_path_factory):
+    selected = [
+        item.callspec.params["name"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_suite_fails_exactly" and hasattr(item, "callspec")
+    ]
+    runs = Runs(selected, tmp_path_factory.mktemp("zoo"))
+    yield runs
+    runs.close()
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_suite_fails_exactly(name, suite_runs):
+    """The requirement IDs failed against a broken client are exactly its `fails` set (and the
+    reference client fails none)."""
+    run = suite_runs.get(name)
+    assert run.report is not None, f"{name}: no JSON report (exit {run.returncode})\n{run.output}"
+    expected = set() if name == REFERENCE else set(zoo.BROKEN[name].fails)
+    described = (run.report.get("client") or {}).get("name")
+    assert described == (f"broken:{name}" if name != REFERENCE else "mcp-reference-host"), described
+    failed = run.failed_ids()
+    if failed != expected:
+        lines = [f"{name}: the suite's failed requirements differ from the expected set"]
+        for rid in sorted(expected - failed):
+            lines.append(f"  missing {rid}: expected to fail, was {run.outcome(rid)} (the case no longer catches this client)")
+        for rid in sorted(failed - expected):
+            lines.append(f"  unexpected {rid}: failed")
+            lines += run.cases_failing(rid)
+        pytest.fail("\n".join(lines), pytrace=False)
+    assert (run.returncode == 0) == (not expected), f"{name}: exit status {run.returncode}\n{run.output[-2000:]}"

@@ -1,0 +1,194 @@
+"""Broken clients for DISC: connection and discovery."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from contextvars import ContextVar
+
+from zoo.client import BrokenClient, constant, replaced
+
+
+@replaced("reference_client.discovery.connected_line")
+def _other_status_line(original):
+    def connected_line(name, tools, destination):
+        status = original(name, tools, destination)
+        status.line = f"Connected to {name} ({tools} tools)"
+        return status
+
+    return connected_line
+
+
+_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@replaced("reference_client.discovery.connect_server")
+def _one_at_a_time(original):
+    async def connect_server(server, transport, **options):
+        lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            return await original(server, transport, **options)
+
+    return connect_server
+
+
+@replaced("reference_client.discovery.connect_server")
+def _default_connect_timeout(original):
+    async def connect_server(server, transport, *, timeout, redactor):
+        del timeout  # the configured value is ignored: always the built-in default
+        return await original(server, transport, timeout=10.0, redactor=redactor)
+
+    return connect_server
+
+
+@replaced("reference_client.discovery.discover")
+def _stop_at_first_failure(original):
+    from reference_client import builtins, discovery
+
+    async def discover(servers, **options):
+        found = await original(servers, **options)
+        failed = [i for i, status in enumerate(found.statuses) if not status.connected]
+        if failed:
+            later = {status.name for status in found.statuses[failed[0] + 1 :]}
+            for name in later & set(found.servers):
+                await found.servers.pop(name).session.close()
+            found.offered = discovery.offer(found.servers.values(), options.get("reserved", builtins.NAMES))
+        return found
+
+    return discover
+
+
+@replaced("reference_client.turn.Conversation.ask")
+def _relist_each_turn(original):
+    from reference_client import builtins, discovery
+    from reference_client.transports import McpError
+
+    async def ask(self, question):
+        for server in self.discovery.servers.values():
+            try:
+                server.tools = await server.session.list_tools()
+            except McpError:
+                pass
+        self.discovery.offered = discovery.offer(self.discovery.servers.values(), builtins.NAMES)
+        self.tools = self.redactor.redact_obj(
+            [*builtins.DEFINITIONS, *(t.definition for t in self.discovery.offered.values())]
+        )
+        return await original(self, question)
+
+    return ask
+
+
+@replaced("reference_client.limits.check_tools")
+def _first_128(original):
+    def check_tools(tools):
+        if isinstance(tools, list) and len(tools) > 128:
+            del tools[128:]
+        return original(tools)
+
+    return check_tools
+
+
+_limit_reason: ContextVar[list[str] | None] = ContextVar("zoo_limit_reason", default=None)
+
+
+@replaced("reference_client.limits.check_tools")
+def _remember_reason(original):
+    def check_tools(tools):
+        reason = original(tools)
+        box = _limit_reason.get()
+        if reason is not None and box is not None:
+            box.append(reason)
+            return None
+        return reason
+
+    return check_tools
+
+
+@replaced("reference_client.discovery.connect_server")
+def _unavailable_but_registered(original):
+    from reference_client import discovery
+
+    async def connect_server(server, transport, *, timeout, redactor):
+        box: list[str] = []
+        token = _limit_reason.set(box)
+        try:
+            line, connected = await original(server, transport, timeout=timeout, redactor=redactor)
+        finally:
+            _limit_reason.reset(token)
+        if box and connected is not None:
+            # Tools without an object schema cannot be offered at all; the rest are.
+            connected.tools = [t for t in connected.tools if isinstance(t.get("inputSchema"), dict)]
+            line = discovery.unavailable_line(server.name, connected.destination, redactor.redact(box[0]))
+        return line, connected
+
+    return connect_server
+
+
+CLIENTS = [
+    BrokenClient(
+        "nonstandard-status-line",
+        "Reports a connected server as `Connected to NAME (N tools)`.",
+        {"DISC-1"},
+        (_other_status_line,),
+    ),
+    BrokenClient(
+        "connects-in-series",
+        "Connects to the configured servers one after the other.",
+        {"DISC-2", "DISC-3"},  # DISC-3: the three servers' timeouts add up
+        (_one_at_a_time,),
+        target="DISC-2",
+    ),
+    BrokenClient(
+        "ignores-connect-timeout",
+        "Ignores the configured connect timeout and always waits its built-in 10 s.",
+        {"DISC-3"},
+        (_default_connect_timeout,),
+    ),
+    BrokenClient(
+        "stops-at-first-failure",
+        "Registers no tools of the servers configured after the first unavailable one.",
+        {"DISC-4", "DISC-10"},  # DISC-10: the healthy server after the over-limit ones is dropped
+        (_stop_at_first_failure,),
+        target="DISC-4",
+    ),
+    BrokenClient(
+        "relists-tools-each-turn",
+        "Lists every server's tools again before each question and offers what it finds.",
+        {"DISC-5"},
+        (_relist_each_turn,),
+    ),
+    BrokenClient(
+        "reads-17-pages",
+        "Follows tools/list cursors for up to 17 pages.",
+        {"DISC-6", "DISC-10"},  # DISC-10: the 17-page server's tools reach the model
+        (constant("reference_client.rpc.MAX_PAGES", 17),),
+        target="DISC-6",
+    ),
+    BrokenClient(
+        "registers-first-128-tools",
+        "Registers the first 128 tools of a server that lists more.",
+        {"DISC-7", "DISC-10"},  # DISC-10: 128 of the 129 tools reach the model
+        (_first_128,),
+        target="DISC-7",
+    ),
+    BrokenClient(
+        "accepts-large-schemas",
+        "Accepts input schemas up to 32 KiB.",
+        {"DISC-8", "DISC-10"},  # DISC-10: the 17 KiB schema reaches the model
+        (constant("reference_client.limits.MAX_SCHEMA_BYTES", 32 * 1024),),
+        target="DISC-8",
+    ),
+    BrokenClient(
+        "no-definitions-limit",
+        "Does not limit the total size of a server's tool definitions.",
+        {"DISC-9", "DISC-10"},  # DISC-10: the 65 KiB of definitions reach the model
+        (constant("reference_client.limits.MAX_DEFINITIONS_BYTES", 1 << 40),),
+        target="DISC-9",
+    ),
+    BrokenClient(
+        "offers-unavailable-tools",
+        "Reports a server over a discovery limit unavailable, but still offers its tools.",
+        {"DISC-10"},
+        (_remember_reason, _unavailable_but_registered),
+    ),
+]
