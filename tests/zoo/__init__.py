@@ -10,7 +10,17 @@ is what the entry-point group `mcp_host_conformance.zoos` loads, so any of them 
 
 from __future__ import annotations
 
-from zoo import configuration, discovery, exposure
+from zoo import (
+    approval,
+    configuration,
+    credentials,
+    discovery,
+    exposure,
+    results,
+    retry,
+    sessions,
+    stdio,
+)
 from zoo.client import BrokenAdapter, BrokenClient, by_name
 
 __all__ = ["ADAPTERS", "BROKEN", "BrokenClient", "adapter", "broken_clients_for"]
@@ -20,6 +30,12 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *configuration.CLIENTS,
         *discovery.CLIENTS,
         *exposure.CLIENTS,
+        *approval.CLIENTS,
+        *results.CLIENTS,
+        *retry.CLIENTS,
+        *credentials.CLIENTS,
+        *stdio.CLIENTS,
+        *sessions.CLIENTS,
     ]
 )
 

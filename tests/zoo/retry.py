@@ -1,0 +1,73 @@
+"""Broken clients for RETRY (uncertain outcomes) and TURN (limits inside one turn)."""
+
+from __future__ import annotations
+
+from zoo.client import BrokenClient, constant, replaced
+
+
+@replaced("reference_client.turn.Conversation._call")
+def _retry_after_timeout(original):
+    from reference_client import results
+
+    async def call(self, server, tool, arguments):
+        outcome = await original(self, server, tool, arguments)
+        if outcome.status == results.UNKNOWN and "call timeout" in outcome.output:
+            outcome = await original(self, server, tool, arguments)  # "it was probably lost"
+        return outcome
+
+    return call
+
+
+@replaced("reference_client.turn.Conversation._run")
+def _no_acknowledgement(original):
+    async def run(self, call, report):
+        outcome = await original(self, call, report)
+        self.pending_unknown = False
+        return outcome
+
+    return run
+
+
+@replaced("reference_client.turn.Conversation.ask")
+def _decline_ends_session(original):
+    from reference_client.turn import TurnReport
+
+    async def ask(self, question):
+        if getattr(self, "zoo_declined", False):
+            self._show("This session is closed: an unknown call was not acknowledged.")
+            return TurnReport(question_sent=False)
+        report = await original(self, question)
+        if report.acknowledgements and not report.question_sent:
+            self.zoo_declined = True
+        return report
+
+    return ask
+
+
+CLIENTS = [
+    BrokenClient(
+        "retries-timed-out-call",
+        "Sends a call that timed out once more.",
+        {"RETRY-1"},
+        (_retry_after_timeout,),
+    ),
+    BrokenClient(
+        "no-acknowledgement",
+        "Sends the next question after an unknown result without asking for acknowledgement.",
+        {"RETRY-2"},
+        (_no_acknowledgement,),
+    ),
+    BrokenClient(
+        "decline-ends-session",
+        "Once the acknowledgement is declined, no later question is ever sent.",
+        {"RETRY-3"},
+        (_decline_ends_session,),
+    ),
+    BrokenClient(
+        "no-call-limit",
+        "Has no limit on tool calls per turn.",
+        {"TURN-1"},
+        (constant("reference_client.turn.MAX_CALLS_PER_TURN", 1000),),
+        target="TURN-1",
+    ),
+]

@@ -1,0 +1,101 @@
+"""Broken clients for SESS (sessions and replay)."""
+
+from __future__ import annotations
+
+from zoo.client import BrokenClient, replaced
+
+
+@replaced("reference_client.turn.Conversation._record")
+def _outputs_not_saved(original):
+    def record(self, item):
+        if item.get("type") == "function_call_output" and self.session is not None:
+            session, self.session = self.session, None
+            try:
+                original(self, item)
+            finally:
+                self.session = session
+            return
+        original(self, item)
+
+    return record
+
+
+@replaced("reference_client.host.Host.start")
+def _replay_on_resume(original):
+    import json
+
+    from reference_client.transports import McpError
+
+    async def start(self):
+        statuses = await original(self)
+        # "Refresh" the recorded calls' results by calling them again.
+        for item in list(self.conversation.history):
+            offered = self.discovery.offered.get(item.get("name")) if item.get("type") == "function_call" else None
+            server = self.discovery.servers.get(offered.server) if offered else None
+            if server is not None:
+                try:
+                    await server.session.call_tool(offered.tool["name"], json.loads(item["arguments"]))
+                except (McpError, ValueError):
+                    pass
+        return statuses
+
+    return start
+
+
+@replaced("reference_client.host.Host.__init__")
+def _forget_history(original):
+    def init(self, servers, **options):
+        options["history"] = None
+        original(self, servers, **options)
+
+    return init
+
+
+@replaced("reference_client.host.Host.start")
+def _drop_unknown_tools(original):
+    from reference_client import builtins
+
+    async def start(self):
+        statuses = await original(self)
+        known = set(self.discovery.offered) | set(builtins.NAMES)
+        dropped = {
+            item.get("call_id")
+            for item in self.conversation.history
+            if item.get("type") == "function_call" and item.get("name") not in known
+        }
+        self.conversation.history[:] = [
+            item
+            for item in self.conversation.history
+            if item.get("type") not in ("function_call", "function_call_output") or item.get("call_id") not in dropped
+        ]
+        return statuses
+
+    return start
+
+
+CLIENTS = [
+    BrokenClient(
+        "outputs-not-saved",
+        "Does not save tool outputs in the session file.",
+        {"SESS-1"},
+        (_outputs_not_saved,),
+    ),
+    BrokenClient(
+        "replays-calls-on-resume",
+        "Calls the recorded MCP calls again when a session is reopened.",
+        {"SESS-2"},
+        (_replay_on_resume,),
+    ),
+    BrokenClient(
+        "forgets-history-on-resume",
+        "Reopens a session but sends none of its earlier items to the model.",
+        {"SESS-3"},
+        (_forget_history,),
+    ),
+    BrokenClient(
+        "drops-calls-of-missing-tools",
+        "On reopening, drops recorded calls (and outputs) of tools that are no longer offered.",
+        {"SESS-4"},
+        (_drop_unknown_tools,),
+    ),
+]

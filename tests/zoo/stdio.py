@@ -1,0 +1,102 @@
+"""Broken clients for STDIO (local servers)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+
+from zoo.client import BrokenClient, Seam, replaced
+
+
+def _spawn_with(**changes):
+    def make(original):
+        del original
+        from reference_client.transports import MAX_MESSAGE_BYTES
+
+        async def spawn(command, args, env, cwd):
+            options = dict(
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+                limit=MAX_MESSAGE_BYTES + 1,
+            )
+            options.update(changes)
+            if options.pop("shell", False):
+                # Joined unquoted, the way a "just run the command line" bug does it.
+                return await asyncio.create_subprocess_shell(" ".join([shlex.quote(command), *args]), **options)
+            return await asyncio.create_subprocess_exec(command, *args, **options)
+
+        return spawn
+
+    return make
+
+
+@replaced("reference_client.transports.stdio.child_environment")
+def _inherit(original):
+    def child_environment(host_environ, configured):
+        return {**os.environ, **original(host_environ, configured)}
+
+    return child_environment
+
+
+@replaced("reference_client.transports.stdio._signal_group")
+def _no_signals(original):
+    del original
+    return lambda pgid, sig: None
+
+
+@replaced("reference_client.discovery.connect_server")
+def _exited_is_connected(original):
+    from reference_client import config, discovery
+
+    async def connect_server(server, transport, *, timeout, redactor):
+        line, connected = await original(server, transport, timeout=timeout, redactor=redactor)
+        if isinstance(server, config.StdioServerConfig) and not line.connected and "exited" in (line.reason or ""):
+            line = discovery.connected_line(server.name, 0, line.destination)
+        return line, connected
+
+    return connect_server
+
+
+CLIENTS = [
+    BrokenClient(
+        "runs-through-shell",
+        "Runs the stdio command line through /bin/sh.",
+        {"STDIO-1"},
+        (Seam("reference_client.transports.stdio.spawn", _spawn_with(shell=True)),),
+    ),
+    BrokenClient(
+        "inherits-environment",
+        "Hands its whole environment to stdio servers.",
+        {"STDIO-2"},
+        (_inherit,),
+    ),
+    BrokenClient(
+        "same-process-group",
+        "Starts stdio servers in its own process group.",
+        {"STDIO-3"},
+        (Seam("reference_client.transports.stdio.spawn", _spawn_with(start_new_session=False)),),
+    ),
+    BrokenClient(
+        "stderr-unread-pipe",
+        "Pipes a stdio server's stderr and never reads it.",
+        {"STDIO-4"},
+        (Seam("reference_client.transports.stdio.spawn", _spawn_with(stderr=asyncio.subprocess.PIPE)),),
+    ),
+    BrokenClient(
+        "forgets-to-reap",
+        "On exit closes the server's stdin but never signals its process group.",
+        {"STDIO-5"},
+        (_no_signals,),
+    ),
+    BrokenClient(
+        "exited-server-connected",
+        "Reports a stdio server that exits at once as connected with 0 tools.",
+        {"STDIO-6"},
+        (_exited_is_connected,),
+    ),
+]
