@@ -14,7 +14,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness.observe import call_outputs, exposed_name, model_requests, output_text, shows_status
@@ -342,7 +342,14 @@ def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model
     running = host.start()
     seen = {"n": 0}
 
-    @settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    # No shrinking: every example costs a turn, and the first failing one says enough.
+    @settings(
+        max_examples=8,
+        deadline=None,
+        database=None,
+        phases=(Phase.explicit, Phase.generate),
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.text(alphabet=_ALPHABET, min_size=2600, max_size=8000))
     def example(text: str) -> None:
         seen["n"] += 1

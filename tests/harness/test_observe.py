@@ -1,0 +1,115 @@
+"""The readers of tool outputs in `harness.observe`, against a live mock model service."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from harness.observe import (
+    call_outputs,
+    output_text,
+    paired_outputs,
+    reply_calls,
+    shows_status,
+    status_problem,
+    user_texts,
+)
+from mocks.responses import MockResponses, Step
+
+TOOL = {
+    "type": "function",
+    "name": "mcp_docs_query",
+    "description": "[MCP server docs, tool query] Searches.",
+    "parameters": {"type": "object", "properties": {}},
+    "strict": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "expected"),
+    [
+        ("Status: unknown\nThe server may have acted.", "unknown", True),
+        ('{"status": "denied", "output": "nothing sent"}', "denied", True),
+        ("[Tool result: output_limit] first part", "output_limit", True),
+        ("Status: failed\nthe outcome is unknown", "unknown", False),  # the label decides
+        ("The status of this call is unknown.", "unknown", True),  # "of" is no status
+        ("completed", "failed", False),
+        ("uncompleted work", "completed", False),
+    ],
+)
+def test_shows_status(text, status, expected):
+    assert shows_status(text, status) is expected
+
+
+def test_output_text_of_strings_and_parts():
+    assert output_text("plain") == "plain"
+    parts = [
+        {"type": "input_text", "text": "a"},
+        {"type": "input_image"},
+        {"type": "input_text", "text": "b"},
+    ]
+    assert output_text(parts) == "a\nb"
+    assert output_text(None) == ""
+
+
+def test_user_texts_and_paired_outputs():
+    body = {
+        "input": [
+            {"type": "message", "role": "user", "content": "first"},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "second"}],
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "x"},
+            {"type": "function_call_output", "call_id": "c1", "output": "y"},
+        ]
+    }
+    assert user_texts(body) == ["first", "second"]
+    assert user_texts({"input": "just a string"}) == ["just a string"]
+    assert paired_outputs(body, "c1") == ["x", "y"]
+    assert paired_outputs(body, "c2") == []
+
+
+def test_calls_are_paired_with_the_next_requests_outputs():
+    with (
+        MockResponses() as model,
+        httpx.Client(
+            base_url=model.url, headers={"Authorization": f"Bearer {model.api_key}"}, timeout=5
+        ) as client,
+    ):
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")]
+        )
+        first = client.post(
+            "/responses", json={"model": "m", "input": "hi", "tools": [TOOL]}
+        ).json()
+        call = first["output"][0]
+        assert reply_calls(model) == [
+            [{"call_id": call["call_id"], "name": "mcp_docs_query", "arguments": '{"q":"x"}'}]
+        ]
+        assert call_outputs(model) == [(reply_calls(model)[0][0], [])]  # no next request yet
+
+        output = {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": "Status: denied\nno",
+        }
+        client.post(
+            "/responses",
+            json={
+                "model": "m",
+                "input": [output],
+                "tools": [TOOL],
+                "previous_response_id": first["id"],
+            },
+        ).raise_for_status()
+
+        assert call_outputs(model)[0][1] == ["Status: denied\nno"]
+        turn = SimpleNamespace(calls=[SimpleNamespace(status="denied")])
+        assert status_problem(model, turn, "denied") is None
+        assert "not status completed" in status_problem(model, turn, "completed")
+        other = SimpleNamespace(calls=[SimpleNamespace(status="completed")])
+        assert "client reported" in status_problem(model, other, "denied")
