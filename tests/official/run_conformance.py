@@ -8,14 +8,16 @@ needs `fs.globSync`, which Node 20 lacks). In `server` mode it is only a client:
 connects to the URL we give it, which is always our mock on 127.0.0.1.
 
 One mock (`scenario-tools.json`: the fixture tools those scenarios call, with the exact
-replies the scenario sources describe) serves every scenario, one CLI run per scenario.
+replies the scenario sources describe) serves every scenario, one CLI run per scenario,
+in each of the mock's response modes (SSE, then JSON): they are different code paths.
 A scenario passes only if the CLI exits 0, its `checks.json` holds at least one SUCCESS
 and no FAILURE or WARNING, and the mock's journal shows the request the scenario is
 about: a run that never reached the mock cannot pass.
 
 By hand, from the repository root:
     npm ci --prefix tests/official --no-audit --no-fund
-    python tests/official/run_conformance.py [--scenario NAME]... [--verbose] [--keep DIR]
+    python tests/official/run_conformance.py [--scenario NAME]... [--response-mode sse|json|both]
+        [--verbose] [--keep DIR]
 Exit code: 0 all passed, 1 a scenario failed, 2 the framework is not installed as pinned.
 """
 
@@ -172,9 +174,9 @@ def _rpc_since(journal: Journal, start: int) -> list[tuple[str | None, Any]]:
     return [(e.method, e.params) for e in journal.entries(kind="rpc")[start:]]
 
 
-def _read_checks(output_dir: Path) -> list[dict[str, Any]]:
+def _read_checks(output_dir: Path, old: set[Path]) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = []
-    for path in sorted(output_dir.rglob("checks.json")):
+    for path in sorted(set(output_dir.rglob("checks.json")) - old):  # a kept dir has older runs
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, list):
             checks.extend(c for c in data if isinstance(c, dict))
@@ -186,6 +188,7 @@ def run_scenario(
 ) -> ScenarioResult:
     before = len(journal.entries(kind="rpc"))
     output_dir.mkdir(parents=True, exist_ok=True)
+    old = set(output_dir.rglob("checks.json"))
     env = dict(os.environ)
     # anything the CLI might spawn as `node` gets Node 22 too
     env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
@@ -207,7 +210,7 @@ def run_scenario(
         returncode = None
         output = _text(exc.stdout) + _text(exc.stderr)
     try:
-        checks = _read_checks(output_dir)
+        checks = _read_checks(output_dir, old)
     except (OSError, ValueError) as exc:
         checks, output = [], output + f"\n(unreadable checks.json: {exc})"
     problem = checks_problem(returncode, checks) or journal_problem(
@@ -223,19 +226,29 @@ def _text(data: str | bytes | None) -> str:
 
 
 def run(
-    scenarios: list[str], spec_file: Path, output_root: Path, verbose: bool = False
+    scenarios: list[str],
+    spec_file: Path,
+    output_root: Path,
+    verbose: bool = False,
+    modes: tuple[str, ...] = ("sse",),
 ) -> list[ScenarioResult]:
+    """Each scenario against a fresh mock per response mode ("sse", "json")."""
     node, cli, versions = installed_framework()
+    spec = load_spec(spec_file)
     results = []
-    with HttpMock(load_spec(spec_file)) as mock:
-        assert mock.url is not None and mock.url.startswith("http://127.0.0.1:"), mock.url
-        print(f"official conformance: {versions} against {mock.url} ({spec_file.name})")
-        for scenario in scenarios:
-            result = run_scenario(node, cli, mock.url, scenario, mock.journal, output_root / scenario)
-            if verbose or not result.passed:
-                print(result.output.rstrip())
-            print(f"{'PASS' if result.passed else 'FAIL'} {scenario}", flush=True)
-            results.append(result)
+    for mode in modes:
+        spec.response_mode = mode
+        with HttpMock(spec) as mock:
+            assert mock.url is not None and mock.url.startswith("http://127.0.0.1:"), mock.url
+            print(f"official conformance: {versions} against {mock.url} ({spec_file.name}, {mode})")
+            for scenario in scenarios:
+                out = output_root / mode / scenario
+                result = run_scenario(node, cli, mock.url, scenario, mock.journal, out)
+                result.name = f"{scenario} [{mode}]"
+                if verbose or not result.passed:
+                    print(result.output.rstrip())
+                print(f"{'PASS' if result.passed else 'FAIL'} {result.name}", flush=True)
+                results.append(result)
     return results
 
 
@@ -250,17 +263,24 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SCENARIOS),
         help="a scenario to run (repeatable); default: all of them",
     )
+    parser.add_argument(
+        "--response-mode",
+        choices=("sse", "json", "both"),
+        default="both",
+        help="the mock's Streamable HTTP response mode (default: both, one after the other)",
+    )
     parser.add_argument("--spec", type=Path, default=SPEC_FILE, help="the mock's spec file")
     parser.add_argument("--keep", type=Path, help="keep the framework's checks.json files here")
     parser.add_argument("--verbose", action="store_true", help="print the CLI's output for every scenario")
     args = parser.parse_args(argv)
     scenarios = args.scenario or list(SCENARIOS)
+    modes = ("sse", "json") if args.response_mode == "both" else (args.response_mode,)
     try:
         if args.keep:
-            results = run(scenarios, args.spec, args.keep.resolve(), args.verbose)
+            results = run(scenarios, args.spec, args.keep.resolve(), args.verbose, modes)
         else:
             with tempfile.TemporaryDirectory(prefix="official-conformance-") as tmp:
-                results = run(scenarios, args.spec, Path(tmp), args.verbose)
+                results = run(scenarios, args.spec, Path(tmp), args.verbose, modes)
     except SetupError as exc:
         print(f"official conformance: {exc}", file=sys.stderr)
         return 2
