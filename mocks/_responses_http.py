@@ -31,6 +31,9 @@ class _Server(ThreadingHTTPServer):
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are two writes: with Nagle on, the body waits for the client's
+    # delayed ACK (~40 ms on Linux loopback), and every model request pays it.
+    disable_nagle_algorithm = True
     server: _Server
 
     def setup(self) -> None:
@@ -95,7 +98,7 @@ class ThreadedHTTP:
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            kwargs={"poll_interval": 0.01},  # how long close() waits for the loop to notice
             name=f"mock-http-{self.port}",
             daemon=True,
         )
