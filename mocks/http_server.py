@@ -321,6 +321,7 @@ class HttpMock:
         body.start(200, SSE_HEADERS)
         await writer.drain()
         eof = asyncio.ensure_future(reader.read(1))  # the client hanging up ends the stream
+        next_message: asyncio.Future | None = None
         try:
             while True:
                 next_message = asyncio.ensure_future(session.outbox.get())
@@ -328,7 +329,6 @@ class HttpMock:
                     {next_message, eof}, return_when=asyncio.FIRST_COMPLETED
                 )
                 if next_message not in done:
-                    next_message.cancel()
                     return False
                 message = next_message.result()
                 if message is None:  # session deleted or mock closing
@@ -336,7 +336,11 @@ class HttpMock:
                     return False
                 await body.send(sse_event(_rpc.compact(message)))
         finally:
+            # Also when the mock closes mid-wait (this task cancelled): a pending get() left
+            # behind would be destroyed with the loop and warn.
             eof.cancel()
+            if next_message is not None:
+                next_message.cancel()
 
     def _delete(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         problem = self._session_problem(request)
