@@ -72,14 +72,17 @@ CLIENTS = [
     BrokenClient(
         "approves-rest-of-turn",
         "After the first approved call of a turn, the turn's later calls are not confirmed.",
-        {"APR-1"},
+        # APR-4 and CRED-3: their cases need a confirmation for each of two calls in one turn
+        {"APR-1", "APR-4", "CRED-3"},
         (_yes_for_the_turn,),
+        target="APR-1",
     ),
     BrokenClient(
         "empty-answer-approves",
         "An empty answer at the confirmation approves (default yes).",
-        {"APR-2"},
+        {"APR-2", "APR-3"},  # APR-3: its case answers the annotated tool's confirmation with ""
         (_empty_is_yes,),
+        target="APR-2",
     ),
     BrokenClient(
         "skips-approval-readonly",
@@ -90,7 +93,7 @@ CLIENTS = [
     BrokenClient(
         "no-approval",
         "Never asks: every MCP call is sent at once.",
-        {"APR-1", "APR-2", "APR-3", "APR-4", "APR-5"},
+        {"APR-1", "APR-2", "APR-3", "APR-4", "APR-5", "CRED-3"},  # CRED-3: no confirmation to search
         (_never_ask,),
         target="APR-1",
     ),

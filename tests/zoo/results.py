@@ -129,13 +129,14 @@ CLIENTS = [
     BrokenClient("sends-image-data", "Passes image and audio data to the model.", {"RES-2"}, (_image_data,)),
     BrokenClient("opens-resource-links", "Reads every resource link of a result from the server.", {"RES-3"}, (_open_links,)),
     BrokenClient("ignores-structured-content", "Drops structuredContent, also when there is no text.", {"RES-4"}, (_no_structured,)),
-    BrokenClient("error-as-completed", "A result with isError: true is reported completed.", {"RES-5"}, (_error_completed,)),
-    BrokenClient("timeout-as-failed", "A call that times out is reported failed.", {"RES-6"}, (_timeout_failed,)),
+    BrokenClient("error-as-completed", "A result with isError: true is reported completed.", {"RES-5", "SESS-1"}, (_error_completed,), target="RES-5"),  # SESS-1 shows a failed result
+    BrokenClient("timeout-as-failed", "A call that times out is reported failed.", {"RES-6", "RES-12"}, (_timeout_failed,), target="RES-6"),  # RES-12 needs the timeout unknown
     BrokenClient(
         "dropped-as-failed",
         "A connection lost after sending the call is reported failed.",
-        {"RES-7"},
+        {"RES-7", "RES-12", "RETRY-2"},  # both need a dropped call to end unknown
         (Seam("reference_client.turn._outcome_of", _failed_on(_dropped)),),
+        target="RES-7",
     ),
     BrokenClient(
         "oversized-as-failed",
@@ -151,7 +152,7 @@ CLIENTS = [
         (constant("reference_client.results.OUTPUT_LIMIT", 1 << 40),),
         target="RES-10",
     ),
-    BrokenClient("outputs-sent-twice", "Records every function_call_output twice.", {"RES-11"}, (_outputs_twice,)),
+    BrokenClient("outputs-sent-twice", "Records every function_call_output twice.", {"RES-1", "RES-10", "RES-11"}, (_outputs_twice,), target="RES-11"),  # RES-1/10 read one output
     BrokenClient(
         "unknown-says-nothing",
         "The unknown output does not say the server may have acted nor forbid a retry.",

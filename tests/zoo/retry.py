@@ -54,8 +54,9 @@ CLIENTS = [
     BrokenClient(
         "no-acknowledgement",
         "Sends the next question after an unknown result without asking for acknowledgement.",
-        {"RETRY-2"},
+        {"RETRY-2", "RETRY-3"},  # RETRY-3: there is no acknowledgement to decline
         (_no_acknowledgement,),
+        target="RETRY-2",
     ),
     BrokenClient(
         "decline-ends-session",

@@ -77,7 +77,7 @@ CLIENTS = [
     BrokenClient(
         "outputs-not-saved",
         "Does not save tool outputs in the session file.",
-        {"SESS-1"},
+        {"SESS-1", "SESS-3", "SESS-4"},  # reopened, the calls have only a synthesized unknown output
         (_outputs_not_saved,),
     ),
     BrokenClient(
@@ -89,13 +89,15 @@ CLIENTS = [
     BrokenClient(
         "forgets-history-on-resume",
         "Reopens a session but sends none of its earlier items to the model.",
-        {"SESS-3"},
+        {"SESS-2", "SESS-3", "SESS-4"},  # SESS-2/4 cases also check the reopened history is sent
         (_forget_history,),
+        target="SESS-3",
     ),
     BrokenClient(
         "drops-calls-of-missing-tools",
         "On reopening, drops recorded calls (and outputs) of tools that are no longer offered.",
-        {"SESS-4"},
+        {"SESS-3", "SESS-4"},  # SESS-3 reopens with the server removed, so its tool is not offered
         (_drop_unknown_tools,),
+        target="SESS-4",
     ),
 ]
