@@ -167,6 +167,39 @@ def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     check(not kept, ids="EXP-1", expected="valid names kept as mcp_gen_<tool>", actual=f"renamed: {kept!r}")
 
 
+def impostor(generated: str, server: str) -> str | None:
+    """The tool name whose plain `mcp_<server>_<tool>` is exactly `generated`, if there is one."""
+    head = f"mcp_{server}_"
+    return generated[len(head) :] if generated.startswith(head) and len(generated) > len(head) else None
+
+
+@pytest.mark.requirements("EXP-2")
+def test_a_generated_name_taken_by_a_plain_one_stays_unique(host, http_mock, model):
+    """Every offered name is unique in the request, even when another tool's plain
+    `mcp_<server>_<tool>` is exactly the name generated for an awkward one (twice over: the
+    replacement name taken too)."""
+    # Whatever scheme the client uses, a server can name a tool after the name the client
+    # generated last time; the client must still offer distinct names, and in bounded time.
+    awkward, crafted = "b c", []
+    for round_ in range(3):
+        if "a" in host.servers:
+            host.remove("a")
+        host.add_http("a", http_mock(spec("a", [tool(awkward), *map(tool, crafted)])))
+        body = offered_after_start(host, model, "EXP-2")
+        check_all_names(body)
+        generated = names_by_label(body, [("a", awkward)])[("a", awkward)]
+        check(
+            generated is not None,
+            ids="EXP-2",
+            expected=f"tool {awkward!r} offered (start {round_ + 1})",
+            actual="not offered",
+        )
+        taken = impostor(generated, "a")
+        if taken is None or taken in crafted:
+            return  # the client's names cannot be imitated by a plain name on this server
+        crafted.append(taken)
+
+
 SCHEMAS = {
     "plain": {"type": "object", "properties": {"q": {"type": "string", "description": "the query"}}, "required": ["q"]},
     "empty": {"type": "object"},
