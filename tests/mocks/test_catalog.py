@@ -6,7 +6,6 @@ import ssl
 
 import httpx
 import pytest
-from tests.mocks.conftest import Raw
 
 from mocks.catalog import (
     CATALOG,
@@ -20,6 +19,7 @@ from mocks.catalog import (
     start,
 )
 from mocks.spec import MISSING
+from tests.mocks.conftest import Raw
 
 ISSUE_NAMES = [
     "pages-16",

@@ -8,9 +8,9 @@ import time
 
 import httpx
 import pytest
-from tests.mocks.conftest import parse_messages
 
 from mocks.spec import Misbehaviour, ServerSpec, Tool
+from tests.mocks.conftest import parse_messages
 
 CALL = {
     "jsonrpc": "2.0",

@@ -6,9 +6,9 @@ import json
 
 import httpx
 import pytest
-from tests.mocks.conftest import parse_messages
 
 from mocks.spec import MISSING, Reply, ServerSpec, Tool
+from tests.mocks.conftest import parse_messages
 
 
 def _spec(**kw):

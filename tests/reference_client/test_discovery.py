@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 
-from tests.reference_client.engine_support import run
-
 from mocks.http_server import HttpMock
 from mocks.spec import Misbehaviour, ServerSpec, Tool
 from mocks.stdio_server import StdioMock
 from reference_client.config import HttpServerConfig, StdioServerConfig
 from reference_client.discovery import connected_line, discover, unavailable_line
 from reference_client.redaction import Redactor
+from tests.reference_client.engine_support import run
 
 SECRET = "hdr-secret-6f2b91"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.reference_client.engine_support import ScriptedUI, run
-
 from mocks.http_server import HttpMock
 from mocks.responses import MockResponses
 from mocks.spec import ServerSpec, Tool
 from mocks.stdio_server import StdioMock, process_state
 from reference_client.config import HttpServerConfig, StdioServerConfig
 from reference_client.host import Host
+from tests.reference_client.engine_support import ScriptedUI, run
 
 
 def test_start_shows_status_lines_and_close_reaps(tmp_path: Path) -> None:

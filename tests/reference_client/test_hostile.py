@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
 
 from mocks.model_script import Step, function_call_outputs
 from mocks.responses import MockResponses
@@ -21,6 +20,7 @@ from reference_client.discovery import discover
 from reference_client.host import Host
 from reference_client.redaction import Redactor
 from reference_client.transports import parse_json
+from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
 
 SECRET = "hostile-canary-Zx81"
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "h", "version": "1"}}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from tests.reference_client.engine_support import run
 
 from mocks.model_script import Step
 from mocks.responses import MockResponses
 from reference_client.model import ModelClient, ModelError, history_item, reply_from_body
+from tests.reference_client.engine_support import run
 
 
 def test_reply_keeps_calls_and_text_drops_the_rest() -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.reference_client.engine_support import run
 
 from mocks.http_server import HttpMock
 from mocks.spec import ServerSpec, Tool
 from reference_client.rpc import RpcError, RpcSession, check_response, check_tools_page
 from reference_client.transports import ProtocolError
 from reference_client.transports.http import HttpTransport
+from tests.reference_client.engine_support import run
 
 
 def test_check_response_result_error_and_garbage() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.reference_client.engine_support import RawHttpServer, http_answer, run
 
 from mocks.http_server import HttpMock
 from mocks.spec import Misbehaviour, ServerSpec, Tool
 from reference_client.rpc import RpcSession
 from reference_client.transports import MessageTooLarge, TransportError
 from reference_client.transports.http import HttpTransport, sse_messages
+from tests.reference_client.engine_support import RawHttpServer, http_answer, run
 
 SECRET = "tok-Zq81-secret-value"
 

@@ -6,13 +6,13 @@ import os
 import sys
 
 import pytest
-from tests.reference_client.engine_support import run
 
 from mocks.spec import Misbehaviour, ServerSpec, Tool
 from mocks.stdio_server import StdioMock, process_state
 from reference_client.rpc import RpcSession
 from reference_client.transports import MessageTooLarge, ProtocolError, TransportError
 from reference_client.transports.stdio import StdioTransport, child_environment
+from tests.reference_client.engine_support import run
 
 HOST_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-x", "LANG": "C.UTF-8",
             "CANARY_HOST_ONLY": "must-not-leak", "USER": "u", "SHELL": "/bin/sh"}

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reference_client.engine_support import ScriptedUI, run
 
 from mocks.http_server import HttpMock
 from mocks.model_script import Step, function_call_outputs, offered_tools
@@ -18,6 +17,7 @@ from reference_client import results
 from reference_client.config import HttpServerConfig
 from reference_client.host import Host
 from reference_client.turn import LIMIT_OUTPUT, MAX_CALLS_PER_TURN, tool_output
+from tests.reference_client.engine_support import ScriptedUI, run
 
 SECRET = "canary-Hdr-7731-secret"
 
