@@ -11,6 +11,10 @@ no speed-up can remove), and the per-case overhead, measured with no-op cases ru
 medians. Figures are printed against the targets of issue 4 (< 60 s in-process now, 15 s
 the goal) and, with `--update-docs`, written into docs/benchmarks.md.
 
+The runs may write bytecode (PYTHONDONTWRITEBYTECODE is cleared, as tox does): otherwise
+pytest cannot cache its assertion rewrites and every process pays about a second of CPU
+re-rewriting hypothesis and this project, which is not what CI pays.
+
     python benchmarks/bench_suite.py [--repeat 1] [-n 20] [--only inprocess,driver]
                                      [--no-xdist] [--update-docs]
 """
@@ -103,7 +107,7 @@ def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "", **(env or {})},
         capture_output=True,
         text=True,
     )
@@ -185,7 +189,7 @@ def render(runs: list[Run], costs: dict[str, dict[str, float]], started: str, lo
         lines += ["", "Ratios within this run: " + "; ".join(ratios) + "."]
     if costs:
         lines += ["", "Per-case overhead (median of the no-op cases, setup + call + teardown):", ""]
-        lines += ["| client | bare case | start + stop | one turn, one call |", "|---|---:|---:|---:|"]
+        lines += ["| client | fixtures only | start + stop | one turn, one call |", "|---|---:|---:|---:|"]
         for client, cost in costs.items():
             cells = [f"{cost.get(k, float('nan')) * 1000:.0f} ms" for k in ("test_bare_case", "test_start_stop", "test_one_turn")]
             lines.append(f"| {client} | " + " | ".join(cells) + " |")
