@@ -23,8 +23,9 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
@@ -222,6 +223,25 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
         description="Serve the conformance suite's driver protocol over stdin/stdout.",
     )
     return parser
+
+
+class _CurrentOut(threading.local):
+    """The stdout of the `main` call running on this thread: where the shared parser writes."""
+
+    stream: TextIO | None = None
+
+    def write(self, text: str) -> int:
+        return (self.stream or sys.stdout).write(text)
+
+
+_CURRENT_OUT = _CurrentOut()
+
+
+@lru_cache(maxsize=1)
+def _shared_parser() -> argparse.ArgumentParser:
+    # Building the parser costs milliseconds (argparse looks up a translation for every
+    # string), once per command; parsing keeps no state in it, so one is built per process.
+    return _build_parser(_CURRENT_OUT)  # type: ignore[arg-type]
 
 
 # ---- mcp add / list / remove ------------------------------------------------------------
@@ -488,7 +508,8 @@ def main(
     if stderr is None:
         stderr = stdout if stdout is not None else sys.stderr
     stdout = sys.stdout if stdout is None else stdout
-    parser = _build_parser(stdout)
+    parser = _shared_parser()
+    previous_out, _CURRENT_OUT.stream = _CURRENT_OUT.stream, stdout  # restored: main may nest
     try:
         args = parser.parse_args(argv)
         if args.top_command == "mcp":
@@ -516,5 +537,6 @@ def main(
         stderr.write("\n")
         return 130
     finally:
+        _CURRENT_OUT.stream = previous_out
         stdout.flush()
         stderr.flush()

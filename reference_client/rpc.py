@@ -10,6 +10,7 @@ Nothing here retries or repeats a request (RETRY-1); pagination stops at 16 page
 
 from __future__ import annotations
 
+import functools
 import itertools
 from importlib import metadata
 from typing import Any
@@ -22,6 +23,7 @@ MAX_PAGES = 16  # DISC-6 (same number as limits.MAX_PAGES)
 CLIENT_NAME = "mcp-reference-host"
 
 
+@functools.lru_cache(maxsize=1)  # a metadata lookup costs a millisecond, per connection
 def _client_version() -> str:
     try:
         return metadata.version("mcp-host-conformance")
