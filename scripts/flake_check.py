@@ -18,7 +18,9 @@ Each run is `pytest --pyargs conformance -n WORKERS -p randomly --randomly-seed 
   pytest's own `pytest-of-*` basetemp is ignored (pytest keeps the last three on purpose).
 
 Outcomes come from the JSON report (docs/report-schema.md): a case whose outcome is not the
-same in every run (or that is missing from a run) is flaky. Leftovers are reported, then
+same in every run that produced a report (or that is missing from one) is flaky; a run that
+produced no report at all (xdist INTERNALERROR, collection error) counts as a broken run
+and its output is kept in $TMPDIR/flake-check-run-N-seed-S.log. Leftovers are reported, then
 killed/removed so the next run starts clean. Exit status 0 only when no case is flaky, no
 run left anything behind and every run ended within its bound; 1 otherwise.
 
@@ -195,6 +197,7 @@ class Run:
     foreign_ports: int = 0
     temp: list[str] = field(default_factory=list)
     timed_out: bool = False
+    log: Path | None = None  # the output of a run that produced no report
 
     @property
     def leftovers(self) -> int:
@@ -231,8 +234,11 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
     if report.exists():
         data = json.loads(report.read_text())
         run.outcomes = {case["id"]: case["outcome"] for case in data["cases"]}
-    elif not run.timed_out:
-        print(output[-4000:], file=sys.stderr)
+    else:
+        # No report: the run broke (collection error, xdist INTERNALERROR, timeout). Keep its
+        # output for diagnosis; its cases are not counted as flaky one by one.
+        run.log = Path(tempfile.gettempdir()) / f"flake-check-run-{number}-seed-{run.seed}.log"
+        run.log.write_text(output)
     shutil.rmtree(report.parent, ignore_errors=True)
 
     # Leftovers: give processes killed at teardown a bounded moment to go away.
@@ -282,10 +288,13 @@ def print_run(run: Run) -> None:
         print(f"       leftover listening socket {address} (inode {inode})")
     for name in run.temp:
         print(f"       leftover temp entry {name}")
+    if run.log:
+        print(f"       no report: the run broke; its output is in {run.log}")
 
 
 def summary(runs: Sequence[Run]) -> tuple[str, bool]:
-    flaky = flaky_cases([r.outcomes for r in runs])
+    broken = [r for r in runs if not r.outcomes]
+    flaky = flaky_cases([r.outcomes for r in runs if r.outcomes])
     leftovers = sum(r.leftovers for r in runs)
     timeouts = sum(r.timed_out for r in runs)
     total = sum(r.seconds for r in runs)
@@ -296,12 +305,12 @@ def summary(runs: Sequence[Run]) -> tuple[str, bool]:
         f"flaky cases: {len(flaky)}   leftovers: {leftovers} "
         f"(processes {sum(len(r.processes) for r in runs)}, listening sockets "
         f"{sum(len(r.ports) for r in runs)}, temp entries {sum(len(r.temp) for r in runs)})   "
-        f"runs over the bound: {timeouts}   "
+        f"runs over the bound: {timeouts}   broken runs (no report): {len(broken)}   "
         f"(new listeners owned by other processes, not blamed: {sum(r.foreign_ports for r in runs)})",
     ]
     for cid, seen in flaky.items():
         lines.append(f"  FLAKY {cid}: " + " ".join(f"{i + 1}:{o}" for i, o in enumerate(seen)))
-    ok = not flaky and not leftovers and not timeouts and all(r.outcomes for r in runs)
+    ok = not flaky and not leftovers and not timeouts and not broken
     lines.append("flake check PASSED" if ok else "flake check FAILED")
     return "\n".join(lines), ok
 
