@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from harness.adapter import HttpServer
 from harness.canaries import CANARY_PREFIX, Canary, Secrets
-from harness.outcomes import check
+from harness.outcomes import NOT_APPLICABLE_PREFIX, check
+from harness.terminal import fill_template, run_in_terminal, terminal_environ
 from mocks.model_script import Step
 from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
@@ -398,16 +399,81 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, se
 # ---- CRED-5 -----------------------------------------------------------------------------------
 
 
+HEADER = "X-Api-Key"
+
+
+def terminal_tail(text: str, secret: str, limit: int = 600) -> str:
+    """The end of what the terminal showed, for a failure message: the typed secret masked."""
+    text = text.replace(secret, "<the typed secret>").replace("\r\n", "\n").strip()
+    return repr(text[-limit:])
+
+
 @pytest.mark.requirements("CRED-5")
-def test_secret_typed_with_echo_off(description, record_property):
+def test_secret_typed_with_echo_off(description, host, http_mock, secrets, timeouts):
     """A secret is typed with echo off when the server is added interactively.
 
-    The adapter contract adds servers as data, not through a terminal, so the suite cannot
-    watch a prompt's echo. The reference client checks it in its own terminal test
-    (tests/reference_client/test_terminal.py); for any client this case records that the
-    rule was not observable and is reported not applicable, never passed."""
-    record_property("CRED-5", f"not observable through the adapter contract for {description.name}")
-    pytest.skip(
-        "not applicable: echo-off secret input is a terminal behaviour the adapter contract "
-        "cannot show; the reference client checks it in its own terminal test"
+    Observable for a host whose adapter declares `describe().interactive_add` (how a person
+    adds a remote server with one secret header at a terminal): the harness runs it in a
+    pseudo-terminal, types the value at the prompt, and reads what the terminal showed. The
+    value must also really be saved and sent, so a host that hides it by dropping it fails
+    too. For any other host the rule is not observable: not applicable, never passed."""
+    if description.interactive_add is None:
+        pytest.skip(
+            f"{NOT_APPLICABLE_PREFIX}{description.name} declares no interactive add command "
+            "(describe().interactive_add), so echo-off secret input cannot be observed"
+        )
+    token = secrets.new("typed-header")
+    docs = http_mock(
+        ServerSpec(
+            name="docs",
+            tools=[Tool("query")],
+            misbehaviour=Misbehaviour(accept_header=HEADER, accept_value=token),
+        )
+    )
+    argv = fill_template(description.interactive_add, name="docs", url=docs.url, header=HEADER)
+    run = run_in_terminal(
+        argv,
+        answer=token,
+        env=terminal_environ(host.home, host.env),
+        cwd=host.project,
+        prompt_bound=timeouts.config_bound(),
+        settle=timeouts.grace,
+        end_bound=timeouts.config_bound(),
+    )
+    check(
+        run.prompted,
+        ids="CRED-5",
+        expected="the interactive add command prompts for the header's value",
+        actual=f"nothing shown within {timeouts.config_bound():.0f} s; the terminal showed "
+        f"{terminal_tail(run.shown, token)}, exit status {run.status}",
+    )
+    echoed = secrets.found_in(run.shown, "what the terminal showed")
+    check(
+        not echoed,
+        ids="CRED-5",
+        expected="the typed value is not shown on the terminal (echo off)",
+        actual=f"{'; '.join(echoed)} (terminal echo was "
+        f"{'off' if run.echo_off_when_typed else 'on'} while the value was typed)",
+    )
+    check(
+        run.status == 0,
+        ids="CRED-5",
+        expected="the interactive add command ends with exit status 0 once the value is typed",
+        actual=(
+            f"still running {timeouts.config_bound():.0f} s after the value was typed (killed)"
+            if run.status is None
+            else f"exit status {run.status}"
+        )
+        + f"; the terminal showed {terminal_tail(run.shown, token)}",
+    )
+    running = host.start()
+    running.stop()
+    sent = header_values(docs.journal, HEADER)
+    status = running.status("docs")
+    check(
+        bool(sent) and all(v == token for v in sent) and status is not None and status.connected,
+        ids="CRED-5",
+        expected=f"the typed value saved: the next start sends it as {HEADER} and the server connects",
+        actual=f"{sum(v == token for v in sent)} of {len(sent)} messages carried the typed value; "
+        f"status {status.line if status else 'missing'!r}",
     )

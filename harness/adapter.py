@@ -57,6 +57,11 @@ class Description:
     call_timeout: float = 30.0
     project_config_files: list[str] = field(default_factory=list)  # relative to a project dir
     can_cancel: bool = False  # implements ClientSession.cancel
+    # How a person adds a remote server with one secret header at a terminal (CRED-5): an
+    # argv with the placeholders {name}, {url} and {header} (the header's name; the host
+    # then prompts for its value). The harness runs it itself in a pseudo-terminal, with
+    # HOME and the working directory of the case. None: the host has no such command.
+    interactive_add: list[str] | None = None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import sys
 import threading
 from collections.abc import Coroutine, Mapping
 from importlib import metadata
@@ -46,6 +47,9 @@ from reference_client.sessions import SessionError, SessionLog
 NAME = "mcp-reference-host"
 SECRET_VARIABLE = "MCP_REFERENCE_SECRET_{}"  # set only in the environ given to cli.main
 STOP_TIMEOUT = 30.0
+# `mcp add` as a person types it at a terminal: the header's value is prompted for with echo
+# off (CRED-5). The harness fills the placeholders and runs it in a pseudo-terminal.
+INTERACTIVE_ADD = ["mcp", "add", "{name}", "{url}", "--header", "{header}"]
 
 T = TypeVar("T")
 
@@ -256,6 +260,7 @@ class ReferenceAdapter:
             call_timeout=30.0,
             project_config_files=[],
             can_cancel=True,
+            interactive_add=[sys.executable, "-m", "reference_client", *INTERACTIVE_ADD],
         )
 
     def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:

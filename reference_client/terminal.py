@@ -31,9 +31,9 @@ def _read_line(stream: TextIO) -> str | None:
 
 def read_secret(prompt: str, *, stdin: TextIO, stdout: TextIO) -> str | None:
     """Read one line with echo off when stdin is a terminal. None at end of input."""
-    stdout.write(prompt)
-    stdout.flush()
     if not stdin.isatty():
+        stdout.write(prompt)
+        stdout.flush()
         return _read_line(stdin)
     import termios
 
@@ -42,7 +42,11 @@ def read_secret(prompt: str, *, stdin: TextIO, stdout: TextIO) -> str | None:
     quiet = termios.tcgetattr(fd)
     quiet[3] &= ~termios.ECHO
     try:
+        # Echo off before the prompt shows (as getpass does): whatever is typed once the
+        # prompt is visible is hidden, and TCSAFLUSH drops only what was typed before it.
         termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+        stdout.write(prompt)
+        stdout.flush()
         return _read_line(stdin)
     finally:
         termios.tcsetattr(fd, termios.TCSAFLUSH, saved)

@@ -179,3 +179,17 @@ def test_wire_decoding_names_the_bad_field():
 def test_protocol_is_versioned():
     assert PROTOCOL == "mcp-host-conformance-driver/1"
     assert REPO.joinpath("docs", "driver-protocol.md").exists()
+
+
+def test_interactive_add_travels_and_is_optional():
+    from harness.adapter import Description
+
+    template = ["/usr/bin/host", "mcp", "add", "{name}", "{url}", "--header", "{header}"]
+    described = Description("h", "1", interactive_add=template)
+    assert encode(described)["interactive_add"] == template
+    assert decode(Description, encode(described)) == described
+    # A driver written before the field existed: absent means the host has no such command.
+    assert decode(Description, {"name": "h", "version": "1"}).interactive_add is None
+    assert decode(Description, {"name": "h", "version": "1", "interactive_add": None}).interactive_add is None
+    with pytest.raises(WireError, match=r"Description.interactive_add\[1\]: expected str"):
+        decode(Description, {"name": "h", "version": "1", "interactive_add": ["x", 2]})
