@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -99,7 +100,14 @@ class BrokenAdapter:
         self._reference = _reference_adapter_class()()
 
     def describe(self):
-        return dataclasses.replace(self._reference.describe(), name=f"broken:{self.client.name}")
+        from reference_client.adapter import INTERACTIVE_ADD
+
+        return dataclasses.replace(
+            self._reference.describe(),
+            name=f"broken:{self.client.name}",
+            # the person's own command runs in a process of its own: with the same patches
+            interactive_add=[sys.executable, "-m", "zoo", self.client.name, *INTERACTIVE_ADD],
+        )
 
     def add_server(self, home, server):
         return self._reference.add_server(home, server)

@@ -80,6 +80,27 @@ def _follow_redirects(original):
     return http_client
 
 
+class _NotATerminal:
+    """A stdin that says it is not a terminal (so the reference never turns echo off)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def isatty(self):
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@replaced("reference_client.cli.read_secret")  # the name `mcp add` reads secrets through
+def _echoed_secret(original):
+    def read_secret(prompt, *, stdin, stdout):
+        return original(prompt, stdin=_NotATerminal(stdin), stdout=stdout)
+
+    return read_secret
+
+
 CLIENTS = [
     BrokenClient(
         "headers-to-every-server",
@@ -117,6 +138,12 @@ CLIENTS = [
             ),
         ),
         target="CRED-4",
+    ),
+    BrokenClient(
+        "echoes-typed-secret",
+        "Reads the value typed at `mcp add --header NAME` with terminal echo on.",
+        {"CRED-5"},
+        (_echoed_secret,),
     ),
     BrokenClient(
         "allows-plain-http",

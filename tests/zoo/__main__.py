@@ -1,0 +1,28 @@
+"""`python -m zoo NAME ARGS...`: broken client NAME's command line, as a person runs it.
+
+Strategy: a broken client is the reference client with patches applied in-process, but
+some cases run the host's own command in a terminal of their own (CRED-5 types a secret at
+`mcp add`). This entry point applies NAME's patches and then runs the reference command
+line with ARGS, so such a command shows the same bug as the broken adapter.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from zoo import BROKEN
+from zoo.client import apply
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BROKEN:
+        print("usage: python -m zoo BROKEN-CLIENT [mcp-reference-host arguments...]", file=sys.stderr)
+        return 2
+    apply(BROKEN[argv[0]])
+    from reference_client.cli import main as reference_main
+
+    return reference_main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
