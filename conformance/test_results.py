@@ -182,20 +182,69 @@ def test_resource_links_are_listed_not_opened(host, http_mock, model):
 
 @pytest.mark.requirements("RES-4")
 def test_structured_content_used_without_text(host, http_mock, model):
-    """`structuredContent` is used when there is no text content."""
+    """`structuredContent` is used when there is no text content: none at all, or only
+    non-text blocks (an image, a resource link, a blob resource)."""
     data = {"city": "Oslo", "temperature": 21.5, "unit": "celsius-7c1"}
-    docs = http_mock(one_tool(Reply.structured_only(data)))
-    _, turn, text = ask_one_call(host, model, docs)
-
-    problem = status_problem(model, turn, "completed")
-    check(problem is None, ids="RES-4", expected="status completed", actual=problem or "")
-    missing = [str(v) for v in data.values() if str(v) not in (text or "")]
-    check(
-        not missing,
-        ids="RES-4",
-        expected=f"the structured content {data} in the output",
-        actual=f"missing {missing}; {shown(text)}",
+    beside = {"city": "Bergen", "temperature": 9.25, "unit": "celsius-4e8"}
+    non_text = [
+        {
+            "type": "image",
+            "data": base64.b64encode(b"\x89PNG-res4").decode(),
+            "mimeType": "image/png",
+        },
+        {"type": "resource_link", "uri": "file:///res4/map.png", "name": "map"},
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///res4/raw.bin",
+                "blob": "AAEC",
+                "mimeType": "application/octet-stream",
+            },
+        },
+    ]
+    docs = http_mock(
+        ServerSpec(
+            name="docs",
+            tools=[
+                Tool("query", "Structured content only.", reply=Reply.structured_only(data)),
+                Tool(
+                    "mixed",
+                    "Non-text blocks and structured content.",
+                    reply=Reply(content=non_text, structured=beside),
+                ),
+            ],
+        )
     )
+    host.add_http("docs", docs)
+    running = host.start()
+    model.script(
+        [
+            Step.call(server="docs", tool="query", arguments={"q": "x"}),
+            Step.call(server="docs", tool="mixed", arguments={"q": "y"}),
+            Step.text("ok"),
+        ]
+    )
+    turn = running.ask("use both", approve="y")
+
+    for index, (kind, values) in enumerate(
+        (("no content", data), ("only non-text blocks", beside))
+    ):
+        problem = status_problem(model, turn, "completed", call=index)
+        check(
+            problem is None,
+            ids="RES-4",
+            expected=f"status completed ({kind})",
+            actual=problem or "",
+        )
+        pairs = call_outputs(model)
+        text = output_text(pairs[index][1][0]) if len(pairs) > index and pairs[index][1] else ""
+        missing = [str(v) for v in values.values() if str(v) not in text]
+        check(
+            not missing,
+            ids="RES-4",
+            expected=f"the structured content {values} in the output ({kind})",
+            actual=f"missing {missing}; {shown(text)}",
+        )
 
 
 @pytest.mark.requirements("RES-5")
