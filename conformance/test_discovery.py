@@ -20,9 +20,12 @@ from harness.observe import mcp_tool, mcp_tools, model_requests
 from harness.outcomes import check
 from mocks.catalog import (
     bad_schema_spec,
+    definitions_size,
     definitions_spec,
+    json_size,
     many_tools_spec,
     pages_spec,
+    schema_of_size,
     schema_spec,
 )
 from mocks.model_script import Step
@@ -311,9 +314,31 @@ def test_tool_definitions_total_at_most_64_kib(host, http_mock):
     that the server is unavailable (63 KiB vs 65 KiB)."""
     host.add_http("defs63", http_mock(definitions_spec(63 * KIB)))
     host.add_http("defs65", http_mock(definitions_spec(65 * KIB)))
+    host.add_http("schemas65", http_mock(schema_bulk_spec(65 * KIB)))
     running = host.start()
     expect_available(running, "defs63", "DISC-9", "63 KiB of definitions")
     expect_unavailable(running, "defs65", "DISC-9", "65 KiB of definitions")
+    expect_unavailable(
+        running, "schemas65", "DISC-9", "65 KiB of definitions, most of it in schemas"
+    )
+
+
+def schema_bulk_spec(total_bytes: int, count: int = 6) -> ServerSpec:
+    """Tools with one-word descriptions whose schemas (each well under DISC-8's 16 KiB)
+    carry the bulk of a `total_bytes` definitions total: the schemas count too."""
+    probe = [Tool(f"bulky_{i}", "Bulky.", input_schema=schema_of_size(100)) for i in range(count)]
+    missing = total_bytes - definitions_size(probe)
+    tools = [
+        Tool(
+            f"bulky_{i}",
+            "Bulky.",
+            input_schema=schema_of_size(100 + missing // count + (1 if i < missing % count else 0)),
+        )
+        for i in range(count)
+    ]
+    assert definitions_size(tools) == total_bytes
+    assert all(json_size(t.input_schema) < 15 * KIB for t in tools)
+    return ServerSpec(name="schemas", tools=tools)
 
 
 @pytest.mark.requirements("DISC-10")
