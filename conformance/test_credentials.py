@@ -12,7 +12,12 @@ every request to the model service.
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 import secrets as _random
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +25,7 @@ from hypothesis import strategies as st
 
 from harness.adapter import HttpServer
 from harness.canaries import CANARY_PREFIX, Canary, Secrets
+from harness.observe import model_requests
 from harness.outcomes import NOT_APPLICABLE_PREFIX, check
 from harness.terminal import fill_template, run_in_terminal, terminal_environ
 from mocks.model_script import Step
@@ -241,32 +247,126 @@ def test_no_secret_anywhere_the_user_or_the_model_sees(host, http_mock, stdio_mo
     )
 
 
+def strings_in(value) -> list[str]:
+    """Every string inside a JSON value (keys too), decoded."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings_in(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in strings_in(item)]
+    return []
+
+
+def decoded_texts(host, model) -> list[str]:
+    """What the user saw, the session files (and the strings in their JSON lines), and the
+    strings of every model request: decoded, so an escaped form is searched as sent."""
+    texts = [t for t in host.seen if t] + [c.text for c in host.confirmations]
+    texts += [s for body in model_requests(model) for s in strings_in(body)]
+    for path in host.session_files:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        texts.append(text)
+        for line in text.splitlines():
+            try:
+                texts += strings_in(json.loads(line))
+            except ValueError:
+                pass
+    return texts
+
+
+def lower_hex(encoded: str) -> str:
+    """A percent-encoding with lower-case hex digits (RFC 3986 makes them equivalent)."""
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)
+
+
 @pytest.mark.requirements("CRED-3")
-def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(host, http_mock, model, secrets):
+def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
+    host, http_mock, stdio_mock, model, secrets
+):
     """No configured secret ever appears in ... results, session files, or any request to
-    the model service (even when the server puts it in its result)."""
+    the model service (even when the server puts it in its result, as is or in disguise:
+    base64 inside longer base64 text at every byte offset, URL-encoded with lower-case hex,
+    JSON-escaped with or without escaping non-ASCII characters)."""
     token = secrets.new("echoed-header", special=True)
-    leaky = http_mock(
-        tool_spec("leaky", Reply.text(f"debug: you sent Bearer {token}", "second block"))
+    # The disguises use a header whose whole value is the secret (no "Bearer " scheme).
+    key = secrets.new("echoed-key", special=True)
+    # A secret that a single replace-once pass would leave behind: once "removed]" + tail
+    # is replaced by a marker ending in "removed]", the tail after it forms the secret again.
+    tail = f"{CANARY_PREFIX}joined-{_random.token_hex(8)}"
+    joined = f"removed]{tail}"
+    secrets.canaries.append(Canary("joined-header", joined))
+    # Only an environment value can hold non-ASCII text; a quote and a backslash make its
+    # JSON escape differ from the value, and the non-ASCII letters make the two escapes differ.
+    wide = f'{CANARY_PREFIX}wide-{_random.token_hex(8)}"\\\u00e9\u00f8'
+    secrets.canaries.append(Canary("wide-env", wide))
+    raw = key.encode()
+    disguised = {
+        "lower-hex url-encoded": lower_hex(quote(key, safe="")),
+        "ascii json-escaped": json.dumps(wide)[1:-1],
+        "utf-8 json-escaped": json.dumps(wide, ensure_ascii=False)[1:-1],
+    }
+    query = Tool(
+        "query",
+        "Looks something up.",
+        reply=Reply.text(
+            f"debug: you sent Bearer {token}",
+            "second block",
+            *(base64.b64encode(pad + raw + b"yz").decode() for pad in (b"", b"x", b"xy")),
+            disguised["lower-hex url-encoded"],
+        ),
     )
-    host.add_http("leaky", leaky, headers={"Authorization": f"Bearer {token}"})
-    model.script([Step.call(server="leaky", tool="query", arguments={"q": "x"}), Step.text("done")])
+    # Alone in its result, so the first pass removes exactly one occurrence.
+    debug = Tool("debug", "Shows debug output.", reply=Reply.text(joined + tail))
+    leaky = http_mock(ServerSpec(name="leaky", tools=[query, debug]))
+    local = stdio_mock(
+        tool_spec(
+            "local", Reply.text(disguised["ascii json-escaped"], disguised["utf-8 json-escaped"])
+        )
+    )
+    host.add_http(
+        "leaky",
+        leaky,
+        headers={"Authorization": f"Bearer {token}", "X-Api-Key": key, "X-Join": joined},
+    )
+    host.add_stdio("local", local, env={"WIDE_TOKEN": wide})
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="leaky", tool="query", arguments={"q": "x"}),
+                    Step.call(server="local", tool="query", arguments={"q": "y"}),
+                    Step.call(server="leaky", tool="debug", arguments={"q": "z"}),
+                ]
+            ),
+            Step.text("done"),
+        ]
+    )
     running = host.start()
-    turn = running.ask("call it", approve="y")
+    turn = running.ask("call them", approve="y")
     running.stop()
 
+    calls = leaky.journal.count("tools/call") + local.journal.count("tools/call")
     check(
-        leaky.journal.count("tools/call") == 1,
+        calls == 3,
         ids="CRED-3",
-        expected="the call reached the server (so its result could leak)",
-        actual=f"{leaky.journal.count('tools/call')} tools/call",
+        expected="all three calls reached their servers (so their results could leak)",
+        actual=f"{calls} tools/call",
     )
     leaks = secrets.found_in_texts([c.output for c in turn.calls], "results")
     leaks += everywhere(host, model, secrets)
+    texts = decoded_texts(host, model) + [c.output or "" for c in turn.calls]
+    leaks += [
+        f"{name} form of a secret"
+        for name, form in disguised.items()
+        if any(form in t for t in texts)
+    ]
     check(
         not leaks,
         ids="CRED-3",
-        expected="the secret removed from the result before it is shown, saved or sent to the model",
+        expected="the secrets removed from the results before they are shown, saved or sent to the model",
         actual="; ".join(sorted(set(leaks))),
     )
 
