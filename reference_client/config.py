@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shlex
 import stat
 from collections.abc import Iterable, Mapping
@@ -153,12 +154,25 @@ def destination(server: ServerConfig) -> str:
     return shlex.join([server.command, *server.args])
 
 
+# "Bearer abc123", "Token abc123": the credential a server might echo back is the part after
+# the scheme, so it is a secret of its own beside the whole value.
+_AUTH_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9._~+-]*\s+(\S.*)$")
+
+
 def secrets_of(servers: Iterable[ServerConfig]) -> list[str]:
-    """Every configured header and environment value."""
+    """Every configured header and environment value (and a header's credential after its
+    auth scheme, if it has one)."""
     found: list[str] = []
     for server in servers:
-        values = server.headers if isinstance(server, HttpServerConfig) else server.env
-        found.extend(value for value in values.values() if value)
+        is_http = isinstance(server, HttpServerConfig)
+        values = server.headers if is_http else server.env
+        for value in values.values():
+            if not value:
+                continue
+            found.append(value)
+            scheme = _AUTH_SCHEME.match(value) if is_http else None
+            if scheme and len(scheme.group(1)) >= 8:
+                found.append(scheme.group(1))
     return found
 
 

@@ -141,3 +141,13 @@ def test_destination_and_secrets():
     assert destination(http) == "https://x/mcp"
     assert destination(stdio) == "/bin/srv 'a b' c"
     assert secrets_of([http, stdio]) == ["1", "2", "3"]
+
+
+def test_a_bearer_token_is_a_secret_of_its_own():
+    server = HttpServerConfig("docs", "https://docs.example/mcp", {"Authorization": "Bearer tok-123456789"})
+    assert secrets_of([server]) == ["Bearer tok-123456789", "tok-123456789"]
+
+
+def test_a_short_word_after_a_space_is_not_split_off():
+    server = HttpServerConfig("docs", "https://docs.example/mcp", {"X-Note": "hello world"})
+    assert secrets_of([server]) == ["hello world"]
