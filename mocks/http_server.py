@@ -134,7 +134,11 @@ class HttpMock:
     async def _stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        tasks = list(self._tasks)
+        # Every task, not only the tracked ones: a connection accepted just before the server
+        # closed has a task whose coroutine has not started yet (and so is not tracked); left
+        # pending, it would be destroyed with the loop and warn.
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
         for task in tasks:
             task.cancel()
         if tasks:
