@@ -16,25 +16,14 @@ from __future__ import annotations
 import pytest
 
 from harness.adapter import HttpServer
+from harness.observe import status_text
 from harness.outcomes import check
+from harness.specs import one_approved_query, tool_spec
 from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mocks.spec import Misbehaviour, ServerSpec, Tool
 
 REDIRECTS = (301, 302, 307, 308)
 
-
-def tool_spec(name: str, **misbehaviour) -> ServerSpec:
-    return ServerSpec(
-        name=name,
-        tools=[Tool("query", "Looks something up.", reply=Reply.text(f"answer from {name}"))],
-        misbehaviour=Misbehaviour(**misbehaviour),
-    )
-
-
-def status_text(status) -> str:
-    if status is None:
-        return "no status line"
-    return status.line or f"connected={status.connected} reason={status.reason!r}"
 
 
 def add_or_refusal(host, server) -> str:
@@ -114,10 +103,7 @@ def test_plain_http_to_loopback_names_is_accepted(host, http_mock, model):
     by_name = http_mock(tool_spec("by-name"))
     host.add_http("by-address", by_address)
     host.add_http("by-name", by_name, url=by_name.url.replace("127.0.0.1", "localhost"))
-    model.script([Step.call(server="by-name", tool="query", arguments={}), Step.text("done")])
-    running = host.start()
-    turn = running.ask("use it", approve="y")
-    running.stop()
+    running, turn = one_approved_query(host, model, "by-name")
 
     for name in ("by-address", "by-name"):
         status = running.status(name)
@@ -147,10 +133,7 @@ def test_certificates_are_verified(host, http_mock, model):
     untrusted = http_mock(tool_spec("untrusted"), tls="untrusted")
     host.add_http("trusted", trusted)
     host.add_http("untrusted", untrusted)  # its ca_file is the trusted CA: still not its issuer
-    model.script([Step.call(server="trusted", tool="query", arguments={}), Step.text("done")])
-    running = host.start()
-    turn = running.ask("use it", approve="y")
-    running.stop()
+    running, turn = one_approved_query(host, model, "trusted")
 
     bad = running.status("untrusted")
     check(

@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 
-from harness.observe import function_call_outputs, function_calls, mcp_tool, model_requests
+from harness.observe import (
+    function_call_outputs,
+    function_calls,
+    mcp_tool,
+    model_requests,
+    status_text,
+)
 from harness.outcomes import check
 from mocks.model_script import Step
 from mocks.spec import Reply, ServerSpec, Tool
@@ -26,12 +32,6 @@ from mocks.spec import Reply, ServerSpec, Tool
 
 def marker(what: str) -> str:
     return f"mcphc-{what}-{_random.token_hex(6)}"
-
-
-def status_text(status) -> str:
-    if status is None:
-        return "no status line"
-    return status.line or f"connected={status.connected} reason={status.reason!r}"
 
 
 @dataclass
@@ -115,6 +115,16 @@ def resume(host, session_id: str, ids: str, **overrides):
             expected="the session reopens",
             actual=f"start(resume=...) failed: {type(exc).__name__}: {exc}",
         )
+
+
+def second_run(host, model, session_id: str, ids: str):
+    """Resume `session_id`, ask the second question (model answers in text, no call), stop;
+    (running, turn)."""
+    model.script([Step.text("second answer")])
+    running = resume(host, session_id, ids)
+    turn = running.ask("second question", approve="n")
+    running.stop()
+    return running, turn
 
 
 def carries_question(body: Any, question: str) -> bool:
@@ -218,10 +228,7 @@ def test_reopens_with_its_servers_removed_without_calling_them(host, http_mock, 
     local_starts = len(local.process_entries())
     requests_before = len(model_requests(model))
 
-    model.script([Step.text("second answer")])
-    running = resume(host, first.session_id, "SESS-2")
-    turn = running.ask("second question", approve="n")
-    running.stop()
+    running, turn = second_run(host, model, first.session_id, "SESS-2")
 
     check(
         len(docs.journal.entries()) == docs_seen,
@@ -260,10 +267,7 @@ def test_reopens_with_its_server_offline(host, http_mock, model):
     docs.close()  # still configured, now nobody listens there
     requests_before = len(model_requests(model))
 
-    model.script([Step.text("second answer")])
-    running = resume(host, first.session_id, "SESS-2")
-    turn = running.ask("second question", approve="n")
-    running.stop()
+    running, turn = second_run(host, model, first.session_id, "SESS-2")
 
     status = running.status("docs")
     check(
@@ -296,10 +300,7 @@ def test_reopening_never_repeats_a_call(host, http_mock, stdio_mock, model, time
         expected="one tools/call in the first run",
         actual=f"{docs.journal.count('tools/call')} tools/call",
     )
-    model.script([Step.text("second answer")])
-    running = resume(host, first.session_id, "SESS-2")
-    running.ask("second question", approve="n")
-    running.stop()
+    running, _ = second_run(host, model, first.session_id, "SESS-2")
 
     calls = docs.journal.count("tools/call")
     check(
@@ -348,10 +349,7 @@ def test_reopened_session_replays_call_and_paired_output(host, http_mock, model)
     host.remove("docs")  # reopen with no MCP tools at all
     requests_before = len(model_requests(model))
 
-    model.script([Step.text("second answer")])
-    running = resume(host, first.session_id, "SESS-3")
-    running.ask("second question", approve="n")
-    running.stop()
+    running, _ = second_run(host, model, first.session_id, "SESS-3")
 
     bodies = model_requests(model)[requests_before:]
     problems = replay_problems(bodies[0], first) if bodies else ["no model request after reopening"]
@@ -388,10 +386,7 @@ def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
     host.add_http("docs", after)
     requests_before = len(model_requests(model))
 
-    model.script([Step.text("second answer")])
-    running = resume(host, first.session_id, "SESS-4")
-    turn = running.ask("second question", approve="n")
-    running.stop()
+    running, turn = second_run(host, model, first.session_id, "SESS-4")
 
     status = running.status("docs")
     check(

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from harness.observe import mcp_tool, model_requests
+from harness.observe import mcp_tool, model_requests, status_text
 from harness.outcomes import check
+from harness.specs import one_approved_query, tool_spec
 from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 from mocks.stdio_server import process_state
 
 ALLOWED_ENV = {"PATH", "HOME", "LANG"}
@@ -30,19 +30,6 @@ ALLOWED_ENV = {"PATH", "HOME", "LANG"}
 # or "C": the mock's interpreter put it there, not the client.
 COERCED_LC_CTYPE = {"C.UTF-8", "C.utf8", "UTF-8"}
 
-
-def tool_spec(name: str, **misbehaviour) -> ServerSpec:
-    return ServerSpec(
-        name=name,
-        tools=[Tool("query", "Looks something up.", reply=Reply.text(f"answer from {name}"))],
-        misbehaviour=Misbehaviour(**misbehaviour),
-    )
-
-
-def status_text(status) -> str:
-    if status is None:
-        return "no status line"
-    return status.line or f"connected={status.connected} reason={status.reason!r}"
 
 
 def started(mock, name: str):
@@ -194,10 +181,7 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
     """Its error output is discarded: a flood on stderr neither blocks the client nor is shown."""
     server = stdio_mock(tool_spec("noisy", stderr_flood=FLOOD))
     host.add_stdio("noisy", server)
-    model.script([Step.call(server="noisy", tool="query", arguments={}), Step.text("done")])
-    running = host.start()
-    turn = running.ask("use it", approve="y")
-    running.stop()
+    running, turn = one_approved_query(host, model, "noisy")
 
     status = running.status("noisy")
     check(

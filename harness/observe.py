@@ -31,6 +31,7 @@ __all__ = [
     "reply_calls",
     "shows_status",
     "status_problem",
+    "status_text",
     "stays_quiet",
     "user_texts",
 ]
@@ -84,6 +85,13 @@ def last_request(model: Any) -> dict[str, Any]:
     if not bodies:
         raise AssertionError("the client sent no request to the model service")
     return bodies[-1]
+
+
+def status_text(status: Any) -> str:
+    """A server's reported status as the user saw it (its line), for a check's `actual`."""
+    if status is None:
+        return "no status line"
+    return status.line or f"connected={status.connected} reason={status.reason!r}"
 
 
 def stays_quiet(journal: Any, within: float, method: str | None = None, *, kind: str | None = None) -> list[Any]:
