@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mocks.catalog import healthy_spec  # noqa: E402
-from mocks.http_server import HttpMock  # noqa: E402
+from mcp_host_conformance.mocks.catalog import healthy_spec  # noqa: E402
+from mcp_host_conformance.mocks.http_server import HttpMock  # noqa: E402
 
 TARGETS_MS = {
     "http ready": 50,
@@ -62,7 +62,7 @@ def bench_http(n: int, tls: str | None) -> list[float]:
 
 def bench_stdio(n: int) -> list[float] | None:
     try:
-        from mocks.stdio_server import StdioMock
+        from mcp_host_conformance.mocks.stdio_server import StdioMock
     except ImportError:
         return None
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) + "\n"
@@ -87,7 +87,7 @@ def bench_stdio(n: int) -> list[float] | None:
 
 def bench_responses(n: int) -> list[float] | None:
     try:
-        from mocks.responses import MockResponses
+        from mcp_host_conformance.mocks.responses import MockResponses
     except ImportError:
         return None
     samples = []

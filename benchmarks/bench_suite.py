@@ -54,8 +54,8 @@ OVERHEAD_CASES = textwrap.dedent(
     """No-op cases for the per-case overhead (written by benchmarks/bench_suite.py)."""
     import pytest
 
-    from mocks.model_script import Step
-    from mocks.spec import Reply, ServerSpec, Tool
+    from mcp_host_conformance.mocks.model_script import Step
+    from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
     N = range({n})
 
@@ -116,7 +116,7 @@ def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
 
 def suite_run(client: str, workers: int, scratch: Path) -> Run:
     report = scratch / f"report-{client}-{workers}.json"
-    args = ["--pyargs", "conformance", *CLIENTS[client], "--report-json", str(report)]
+    args = ["--pyargs", "mcp_host_conformance.conformance", *CLIENTS[client], "--report-json", str(report)]
     args += ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
     wall, status, output = _pytest(args, ROOT)
     run = Run(f"{client}, {'-n ' + str(workers) if workers > 1 else 'serial'}", wall, status)

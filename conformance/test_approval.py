@@ -17,11 +17,17 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from harness.observe import call_outputs, exposed_name, model_requests, output_text, shows_status
-from harness.outcomes import check
-from mocks.journal import JournalTimeout
-from mocks.model_script import Step
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.observe import (
+    call_outputs,
+    exposed_name,
+    model_requests,
+    output_text,
+    shows_status,
+)
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.journal import JournalTimeout
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 KIB = 1024
 # Room allowed for the cut marker and framing after the 2 KiB of shown arguments.

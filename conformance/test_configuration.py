@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.observe import stays_quiet
-from harness.outcomes import check
-from mocks.model_script import Step
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.observe import stays_quiet
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 COMMON_PROJECT_FILES = (".mcp.json", "mcp.json", ".vscode/mcp.json", ".cursor/mcp.json")
 

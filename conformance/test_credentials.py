@@ -1,6 +1,6 @@
 """CRED: credentials.
 
-Strategy: every secret the suite configures is a canary (`harness.canaries`), a random
+Strategy: every secret the suite configures is a canary (`mcp_host_conformance.harness.canaries`), a random
 value searched raw, URL-encoded, JSON-escaped and base64-encoded, so a leak is found
 however the client encodes it, and is reported by label, never by value. Where a secret
 goes is read from the mocks' journals (each HTTP mock records the headers it received,
@@ -23,13 +23,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.adapter import HttpServer
-from harness.canaries import CANARY_PREFIX, Canary, Secrets
-from harness.observe import model_requests
-from harness.outcomes import NOT_APPLICABLE_PREFIX, check
-from harness.terminal import fill_template, run_in_terminal, terminal_environ
-from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.adapter import HttpServer
+from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
+from mcp_host_conformance.harness.observe import model_requests
+from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check
+from mcp_host_conformance.harness.terminal import fill_template, run_in_terminal, terminal_environ
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 
 def tool_spec(name: str, reply: Reply | None = None) -> ServerSpec:

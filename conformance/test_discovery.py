@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from harness.observe import mcp_tool, mcp_tools, model_requests
-from harness.outcomes import check
-from mocks.catalog import (
+from mcp_host_conformance.harness.observe import mcp_tool, mcp_tools, model_requests
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.catalog import (
     bad_schema_spec,
     definitions_size,
     definitions_spec,
@@ -28,8 +28,8 @@ from mocks.catalog import (
     schema_of_size,
     schema_spec,
 )
-from mocks.model_script import Step
-from mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
 
 KIB = 1024
 

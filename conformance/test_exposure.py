@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.observe import builtin_tools, mcp_tool, mcp_tools, model_requests
-from harness.outcomes import check
-from mocks.model_script import Step
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.observe import builtin_tools, mcp_tool, mcp_tools, model_requests
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.adapter import HttpServer
-from harness.observe import status_text
-from harness.outcomes import check
-from harness.specs import one_approved_query, tool_spec
-from mocks.model_script import Step
-from mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.harness.adapter import HttpServer
+from mcp_host_conformance.harness.observe import status_text
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 
 REDIRECTS = (301, 302, 307, 308)
 

@@ -2,7 +2,7 @@
 
 Strategy: what counts is what the model is told, so the primary evidence is the model
 journal: the mock model journals the call_ids of every call it makes, and the case reads
-the paired `function_call_output` of the next request (`harness.observe.status_problem`).
+the paired `function_call_output` of the next request (`mcp_host_conformance.harness.observe.status_problem`).
 The status must be stated in that output (a labelled `status: X` must be X; otherwise the
 word must appear), and the adapter's Turn must report it too. Cases check the rule's
 status names and the facts it requires (the server's message, the omitted data absent,
@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from harness.observe import (
+from mcp_host_conformance.harness.observe import (
     call_outputs,
     model_requests,
     output_text,
@@ -25,9 +25,9 @@ from harness.observe import (
     reply_calls,
     status_problem,
 )
-from harness.outcomes import check
-from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 KIB = 1024
 OUTPUT_LIMIT = 64 * KIB

@@ -14,11 +14,11 @@ import re
 
 import pytest
 
-from harness.observe import model_requests, user_texts
-from harness.outcomes import check
-from mocks.journal import JournalTimeout
-from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.observe import model_requests, user_texts
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.journal import JournalTimeout
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 CAUSES = {
     "timeout": Misbehaviour(stall=["tools/call"]),

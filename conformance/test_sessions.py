@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from harness.observe import (
+from mcp_host_conformance.harness.observe import (
     function_call_outputs,
     function_calls,
     mcp_tool,
     model_requests,
     status_text,
 )
-from harness.outcomes import check
-from mocks.model_script import Step
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 
 def marker(what: str) -> str:

@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-from harness.observe import mcp_tool, model_requests, status_text
-from harness.outcomes import check
-from harness.specs import one_approved_query, tool_spec
-from mocks.model_script import Step
-from mocks.stdio_server import process_state
+from mcp_host_conformance.harness.observe import mcp_tool, model_requests, status_text
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.stdio_server import process_state
 
 ALLOWED_ENV = {"PATH", "HOME", "LANG"}
 # Python's own locale coercion (PEP 538) adds LC_CTYPE inside the mock when LANG is unset

@@ -15,11 +15,11 @@ import json
 
 import pytest
 
-from harness.hostrun import HarnessTimeout
-from harness.observe import call_outputs, model_requests, output_text
-from harness.outcomes import check
-from mocks.model_script import Step
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.harness.hostrun import HarnessTimeout
+from mcp_host_conformance.harness.observe import call_outputs, model_requests, output_text
+from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 LIMIT = 16
 STOP_APPROVING_AFTER = 3 * LIMIT

@@ -2,7 +2,7 @@
 
 Strategy: the harness talks to every host through `Adapter` and `ClientSession`, plain
 synchronous calls with plain dataclasses, so an in-process Python adapter and the
-out-of-process driver protocol (`harness.driver`) are the same thing seen from the suite.
+out-of-process driver protocol (`mcp_host_conformance.harness.driver`) are the same thing seen from the suite.
 An adapter translates; it never decides. A rule the host breaks must stay broken through
 the adapter, and the suite checks what it can through the mocks' journals rather than
 through the adapter's word.

@@ -5,7 +5,7 @@ must stay true. A listed failure passes (reported as an expected failure), an un
 fails, a listed ID whose cases now pass fails as stale, and a listed ID that names no
 requirement and no case fails as unknown, so the file cannot silently rot. The file format
 and both decisions (does this failure match? which entries are stale or unknown?) are pure
-functions here; `harness.reporting` applies them through pytest's hooks.
+functions here; `mcp_host_conformance.harness.reporting` applies them through pytest's hooks.
 
 File format: one requirement ID (`APR-2`) or case ID (`approval::test_empty_answer_denies`)
 per line; `#` starts a comment; blank lines are ignored.
@@ -17,7 +17,13 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.outcomes import EXPECTED_FAILURE, FAILED, NOT_APPLICABLE, SKIPPED, WARNING
+from mcp_host_conformance.harness.outcomes import (
+    EXPECTED_FAILURE,
+    FAILED,
+    NOT_APPLICABLE,
+    SKIPPED,
+    WARNING,
+)
 
 __all__ = ["Baseline", "BaselineError", "CaseRecord", "audit", "load_baseline", "parse_baseline"]
 

@@ -1,9 +1,9 @@
 """The main command, `mcp-host-conformance`: run the suite, list the requirements.
 
 Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
-`pytest --pyargs conformance` with the plugin's options, run in-process (no second
+`pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run in-process (no second
 interpreter start, and `-n N` hands over to xdist as usual); the table, the JSON report,
-the baseline and the exit status all come from `harness.reporting`, so the command and a
+the baseline and the exit status all come from `mcp_host_conformance.harness.reporting`, so the command and a
 plain pytest invocation behave the same. `requirements` collects the same package (collect
 only) and reads each case's `requirements` marker, so the coverage it shows is the one a
 run would have. Building the pytest arguments and rendering the listing are pure
@@ -21,9 +21,9 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.catalog import REQUIREMENTS
-from harness.loader import LoadError, zoo_clients
-from harness.outcomes import case_id
+from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.loader import LoadError, zoo_clients
+from mcp_host_conformance.harness.outcomes import case_id
 
 __all__ = [
     "broken_clients_for",
@@ -34,7 +34,7 @@ __all__ = [
     "render_requirements",
 ]
 
-SUITE_PACKAGE = "conformance"
+SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
 
 
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run the suite against a client",
-        description="Run the conformance suite (pytest --pyargs conformance) against a client; "
+        description="Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) against a client; "
         "prints a table by requirement area and the failures. Exit status: 0 when no MUST "
         "requirement fails (and no SHOULD one with --strict) and the baseline is up to date. "
         "Arguments after `--` go to pytest unchanged.",

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import (
+from mcp_host_conformance.harness.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -48,7 +48,7 @@ from harness.adapter import (
     Stopped,
     Turn,
 )
-from harness.driver_wire import (
+from mcp_host_conformance.harness.driver_wire import (
     CALLBACK_FAILED,
     MAX_LINE,
     METHOD_NOT_FOUND,
@@ -322,7 +322,7 @@ class _DriverSession:
 
 
 class DriverAdapter:
-    """An `harness.adapter.Adapter` for a host driven by `command` (split with shlex, no shell)."""
+    """An `mcp_host_conformance.harness.adapter.Adapter` for a host driven by `command` (split with shlex, no shell)."""
 
     def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         try:

@@ -21,13 +21,13 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from harness.adapter import (
+from mcp_host_conformance.harness.adapter import (
     Adapter,
     ClientSession,
     Confirmation,
     StartOptions,
 )
-from harness.driver_wire import (
+from mcp_host_conformance.harness.driver_wire import (
     ADAPTER_FAILED,
     INVALID_PARAMS,
     MAX_LINE,

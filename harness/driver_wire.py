@@ -2,10 +2,10 @@
 
 Strategy: the adapter contract's dataclasses cross the wire as JSON objects with the same
 field names (paths as strings, profiles as a list, a server config tagged with `type`), so
-the protocol documentation is the dataclass definitions in `harness.adapter`. Decoding is
+the protocol documentation is the dataclass definitions in `mcp_host_conformance.harness.adapter`. Decoding is
 strict: a field of the wrong type is a `WireError` naming the field, which the harness
 reports as the client's failure rather than letting a half-filled record reach a case.
-Pure functions only; the I/O lives in `harness.driver` and `harness.driver_server`.
+Pure functions only; the I/O lives in `mcp_host_conformance.harness.driver` and `mcp_host_conformance.harness.driver_server`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import HttpServer, ServerConfig, StdioServer
+from mcp_host_conformance.harness.adapter import HttpServer, ServerConfig, StdioServer
 
 __all__ = [
     "MAX_LINE",

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from harness.adapter import Adapter, Description
-from harness.canaries import Secrets
-from harness.hostrun import Host, Timeouts
+from mcp_host_conformance.harness.adapter import Adapter, Description
+from mcp_host_conformance.harness.canaries import Secrets
+from mcp_host_conformance.harness.hostrun import Host, Timeouts
 
 __all__ = [
     "Case",
@@ -106,7 +106,7 @@ def _kill_leftovers(mock: Any) -> None:
 @pytest.fixture(scope="session")
 def adapter(pytestconfig: pytest.Config) -> Adapter:
     """The adapter of the client under test (--client / --client-cmd)."""
-    from harness.plugin import client_adapter
+    from mcp_host_conformance.harness.plugin import client_adapter
 
     return client_adapter(pytestconfig)
 
@@ -114,7 +114,7 @@ def adapter(pytestconfig: pytest.Config) -> Adapter:
 @pytest.fixture(scope="session")
 def description(pytestconfig: pytest.Config) -> Description:
     """The client's describe(): name, version, profiles, default timeouts, project config files."""
-    from harness.plugin import client_description
+    from mcp_host_conformance.harness.plugin import client_description
 
     return client_description(pytestconfig)
 
@@ -123,7 +123,7 @@ def description(pytestconfig: pytest.Config) -> Description:
 def timeouts(pytestconfig: pytest.Config) -> Timeouts:
     """Scaled timeouts: connect 1.5 s and call 1.0 s given to the client, wait 5 s for journal
     waits, grace 0.3 s to watch for what must not happen; all times --timeout-scale."""
-    from harness.plugin import timeout_scale
+    from mcp_host_conformance.harness.plugin import timeout_scale
 
     return Timeouts.scaled(timeout_scale(pytestconfig))
 
@@ -183,8 +183,8 @@ def project(case: Case) -> Path:
 
 @pytest.fixture
 def model(case: Case) -> Any:
-    """A mock Responses service (`mocks.responses.MockResponses`), started for this case."""
-    from mocks.responses import MockResponses
+    """A mock Responses service (`mcp_host_conformance.mocks.responses.MockResponses`), started for this case."""
+    from mcp_host_conformance.mocks.responses import MockResponses
 
     service = MockResponses()
     service.start()
@@ -195,7 +195,7 @@ def model(case: Case) -> Any:
 @pytest.fixture
 def http_mock(case: Case) -> Callable[..., Any]:
     """Factory: `http_mock(spec, tls=None)` starts an HttpMock (tls: None|"trusted"|"untrusted")."""
-    from mocks.http_server import HttpMock
+    from mcp_host_conformance.mocks.http_server import HttpMock
 
     def start(spec: Any, tls: str | None = None) -> Any:
         mock = HttpMock(spec, tls=tls)
@@ -209,7 +209,7 @@ def http_mock(case: Case) -> Callable[..., Any]:
 @pytest.fixture
 def stdio_mock(case: Case) -> Callable[..., Any]:
     """Factory: `stdio_mock(spec)` prepares a StdioMock in its own work dir (the client starts it)."""
-    from mocks.stdio_server import StdioMock
+    from mcp_host_conformance.mocks.stdio_server import StdioMock
 
     def prepare(spec: Any) -> Any:
         mock = StdioMock(spec, case.workdir("stdio"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import (
+from mcp_host_conformance.harness.adapter import (
     Adapter,
     ClientSession,
     Confirmation,

@@ -7,7 +7,7 @@ variable (as fsspec's abstract tests and array-api-tests do), never by editing t
 taking no arguments. A name not found there is looked up in the zoos: entry points of the
 group `mcp_host_conformance.zoos`, each loading a mapping of name -> zero-argument factory
 (the project's broken clients are one such zoo). `--client-cmd` starts any program that speaks the driver protocol
-(`harness.driver`). Everything that can go wrong raises `LoadError` with the fix in its
+(`mcp_host_conformance.harness.driver`). Everything that can go wrong raises `LoadError` with the fix in its
 message, so the plugin can turn it into one clear usage error.
 """
 
@@ -18,7 +18,7 @@ import os
 from importlib import metadata
 from typing import Any
 
-from harness.adapter import Adapter
+from mcp_host_conformance.harness.adapter import Adapter
 
 __all__ = [
     "CLIENT_CMD_ENV",
@@ -119,7 +119,7 @@ def _checked(adapter: Any, spec: str) -> Adapter:
     if missing:
         raise LoadError(
             f"--client {spec!r}: {type(adapter).__name__} is not an adapter; missing "
-            f"{', '.join(missing)} (see harness.adapter.Adapter)"
+            f"{', '.join(missing)} (see mcp_host_conformance.harness.adapter.Adapter)"
         )
     return adapter
 
@@ -137,9 +137,9 @@ def load_adapter(
         client = None if client_cmd else (env.get(CLIENT_ENV) or DEFAULT_CLIENT)
     if client_cmd:
         try:
-            from harness.driver import DriverAdapter
+            from mcp_host_conformance.harness.driver import DriverAdapter
         except ImportError as exc:
-            raise LoadError(f"--client-cmd needs harness.driver, which failed to import: {exc}") from exc
+            raise LoadError(f"--client-cmd needs mcp_host_conformance.harness.driver, which failed to import: {exc}") from exc
         return DriverAdapter(client_cmd)
     assert client is not None
     return _checked(_instantiate(resolve_client(client), client), client)

@@ -3,7 +3,7 @@
 Strategy: cases check rules, not the reference client's way of meeting them, so an MCP
 tool is found in a model request by its label `[MCP server S, tool T]` (EXP-4), never by
 assuming the exposed name. These are pure functions of the mock Responses service's
-journal entries and request bodies (see `mocks.model_script` for the body readers).
+journal entries and request bodies (see `mcp_host_conformance.mocks.model_script` for the body readers).
 """
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mocks.model_script import function_call_outputs, function_calls, label, offered_tools
+from mcp_host_conformance.mocks.model_script import (
+    function_call_outputs,
+    function_calls,
+    label,
+    offered_tools,
+)
 
 __all__ = [
     "builtin_tools",
@@ -98,7 +103,7 @@ def stays_quiet(journal: Any, within: float, method: str | None = None, *, kind:
     """Watch `journal` for `within` seconds; the matching entries (empty if none came).
 
     For rules about what must NOT happen: it returns as soon as something does."""
-    from mocks.journal import JournalTimeout
+    from mcp_host_conformance.mocks.journal import JournalTimeout
 
     try:
         return journal.wait_for(method, kind=kind, timeout=within)

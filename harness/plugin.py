@@ -2,11 +2,11 @@
 
 Strategy: a thin plugin in the style of respx's and anyio's. Options live in one group,
 markers are registered in `pytest_configure` (so `--strict-markers` accepts them), and
-the fixtures live in `harness.fixtures`, imported here so `pytest --pyargs conformance`
+the fixtures live in `mcp_host_conformance.harness.fixtures`, imported here so `pytest --pyargs mcp_host_conformance.conformance`
 works from any directory. The plugin is loaded for every pytest run in an environment
 where the package is installed, so it stays inert until a conformance case is collected:
 only then is the client loaded (once per process) and described. The reporting side
-(outcomes, tables, JSON, baseline, exit status) is `harness.reporting.ReportingPlugin`,
+(outcomes, tables, JSON, baseline, exit status) is `mcp_host_conformance.harness.reporting.ReportingPlugin`,
 registered here when it is importable.
 
 A conformance case is any test with a `requirements` marker, or any test in a module of a
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import Adapter, Description
-from harness.fixtures import *  # noqa: F403 - the fixtures cases use
-from harness.hostrun import HarnessTimeout, bounded
-from harness.loader import LoadError, load_adapter
+from mcp_host_conformance.harness.adapter import Adapter, Description
+from mcp_host_conformance.harness.fixtures import *  # noqa: F403 - the fixtures cases use
+from mcp_host_conformance.harness.hostrun import HarnessTimeout, bounded
+from mcp_host_conformance.harness.loader import LoadError, load_adapter
 
 GROUP = "mcp-host-conformance"
 TIMEOUT_SCALE_ENV = "MCP_HOST_CONFORMANCE_TIMEOUT_SCALE"
@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for text in MARKERS.values():
         config.addinivalue_line("markers", text)
     try:
-        from harness.reporting import ReportingPlugin
+        from mcp_host_conformance.harness.reporting import ReportingPlugin
     except ImportError:
         return
     if not config.pluginmanager.has_plugin("mcp-host-conformance-reporting"):
@@ -171,7 +171,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def _unknown_ids(ids: list[str]) -> list[str]:
     try:
-        from harness.catalog import REQUIREMENTS
+        from mcp_host_conformance.harness.catalog import REQUIREMENTS
     except ImportError:  # pragma: no cover - the catalog ships with the harness
         return []
     return [rid for rid in ids if rid not in REQUIREMENTS]
@@ -191,7 +191,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     unknown = _unknown_ids(ids)
     if unknown:
         pytest.fail(f"{item.nodeid}: unknown requirement ID(s) {', '.join(unknown)}", pytrace=False)
-    from harness.outcomes import NOT_APPLICABLE_PREFIX
+    from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX
 
     profile_marks = list(item.iter_markers("profile"))
     needs_cancel = item.get_closest_marker("needs_cancel") is not None

@@ -28,10 +28,16 @@ from typing import Any
 
 import pytest
 
-from harness.adapter import Description
-from harness.baseline import Baseline, BaselineError, CaseRecord, audit, load_baseline
-from harness.catalog import AREAS, CORE_AREAS, REQUIREMENTS
-from harness.outcomes import (
+from mcp_host_conformance.harness.adapter import Description
+from mcp_host_conformance.harness.baseline import (
+    Baseline,
+    BaselineError,
+    CaseRecord,
+    audit,
+    load_baseline,
+)
+from mcp_host_conformance.harness.catalog import AREAS, CORE_AREAS, REQUIREMENTS
+from mcp_host_conformance.harness.outcomes import (
     EXPECTED_FAILURE,
     FAILED,
     INFO,
@@ -74,7 +80,7 @@ _MESSAGE_LINES = 12
 
 
 def case_id_from_nodeid(nodeid: str) -> str:
-    """The case ID of a node ID (same rule as `harness.outcomes.case_id`)."""
+    """The case ID of a node ID (same rule as `mcp_host_conformance.harness.outcomes.case_id`)."""
     path, _, rest = nodeid.partition("::")
     return f"{Path(path).stem}::{rest}"
 
@@ -289,7 +295,7 @@ class _Accumulating:
 
 
 class ReportingPlugin:
-    """The reporting hooks; registered by `harness.plugin` as "mcp-host-conformance-reporting"."""
+    """The reporting hooks; registered by `mcp_host_conformance.harness.plugin` as "mcp-host-conformance-reporting"."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -472,7 +478,7 @@ class ReportingPlugin:
 def _described_client(config: pytest.Config) -> Description | None:
     """The client's description from the plugin, when nobody called `set_client` (the
     plugin caches it, so this describes the client at most once per process)."""
-    plugin = sys.modules.get("harness.plugin")
+    plugin = sys.modules.get("mcp_host_conformance.harness.plugin")
     describe = getattr(plugin, "client_description", None)
     if describe is None:
         return None
@@ -485,7 +491,7 @@ def _described_client(config: pytest.Config) -> Description | None:
 def strict_mode(config: pytest.Config) -> bool:
     """Whether SHOULD failures fail the run. pytest owns the option name `--strict` (pytest 9
     sets the "strict" ini value with it), so the suite reads pytest's own flag; the same rule
-    as `harness.plugin.strict_mode`, kept here so reporting works without the plugin."""
+    as `mcp_host_conformance.harness.plugin.strict_mode`, kept here so reporting works without the plugin."""
     try:
         if config.getini("strict"):
             return True

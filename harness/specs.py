@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mocks.model_script import Step
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 __all__ = ["one_approved_query", "tool_spec"]
 

@@ -1,6 +1,6 @@
-"""`python -m mocks`: list the named mocks, or serve some of them until Ctrl-C / SIGTERM.
+"""`python -m mcp_host_conformance.mocks`: list the named mocks, or serve some of them until Ctrl-C / SIGTERM.
 
-Strategy: a thin shell over `mocks.catalog`. Each started mock prints one line once it is
+Strategy: a thin shell over `mcp_host_conformance.mocks.catalog`. Each started mock prints one line once it is
 ready (with `--json`, one JSON object per line), so a script can read the lines and point
 a host at them. Mistakes a person makes (an unknown name, a malformed spec file) get one
 line on stderr naming the problem and exit code 2; nothing is left running.
@@ -24,10 +24,10 @@ DESCRIPTION = """\
 Mock MCP servers (Streamable HTTP, HTTPS, stdio) and a mock OpenAI Responses service,
 each keeping a journal of what it received. All bind 127.0.0.1 on ephemeral ports.
 
-  python -m mocks list                      every mock, with one line on what it does
-  python -m mocks serve healthy tls         start some; one line per mock once ready
-  python -m mocks serve --all --json        all of them, one JSON object per line
-  python -m mocks serve --spec my.toml      serve your own spec file (JSON or TOML)
+  python -m mcp_host_conformance.mocks list                      every mock, with one line on what it does
+  python -m mcp_host_conformance.mocks serve healthy tls         start some; one line per mock once ready
+  python -m mcp_host_conformance.mocks serve --all --json        all of them, one JSON object per line
+  python -m mcp_host_conformance.mocks serve --spec my.toml      serve your own spec file (JSON or TOML)
 
 HTTP mocks serve their journal at GET /__journal and clear it with POST /__reset.
 A stdio mock is not started here: its line gives the command a host should run, and
@@ -36,19 +36,19 @@ its journal is a JSON-lines file. Ctrl-C or SIGTERM stops everything."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # one line, not usage + line
-        sys.exit(_fail(f"{message} (see python -m mocks --help)"))
+        sys.exit(_fail(f"{message} (see python -m mcp_host_conformance.mocks --help)"))
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m mocks",
+        prog="python -m mcp_host_conformance.mocks",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,serve}")
     commands.add_parser("list", help="print every mock by name with one line on what it does")
     serve = commands.add_parser("serve", help="start mocks and print where they are")
-    serve.add_argument("names", nargs="*", metavar="NAME", help="names from `python -m mocks list`")
+    serve.add_argument("names", nargs="*", metavar="NAME", help="names from `python -m mcp_host_conformance.mocks list`")
     serve.add_argument("--all", action="store_true", help="start every mock in the catalog")
     serve.add_argument(
         "--spec",
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"python -m mocks: error: {message}", file=sys.stderr)
+    print(f"python -m mcp_host_conformance.mocks: error: {message}", file=sys.stderr)
     return USAGE_ERROR
 
 
@@ -77,7 +77,7 @@ def _text_line(described: dict[str, Any]) -> str:
 
 
 def _list() -> int:
-    from mocks.catalog import CATALOG
+    from mcp_host_conformance.mocks.catalog import CATALOG
 
     width = max(len(name) for name in CATALOG)
     for entry in CATALOG.values():
@@ -86,14 +86,14 @@ def _list() -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from mocks.catalog import CATALOG, start, start_spec
-    from mocks.spec import SpecError, load_spec
+    from mcp_host_conformance.mocks.catalog import CATALOG, start, start_spec
+    from mcp_host_conformance.mocks.spec import SpecError, load_spec
 
     names = list(CATALOG) if args.all else list(args.names)
     unknown = [n for n in names if n not in CATALOG]
     if unknown:
         return _fail(
-            f"unknown mock {', '.join(map(repr, unknown))}; `python -m mocks list` shows the names"
+            f"unknown mock {', '.join(map(repr, unknown))}; `python -m mcp_host_conformance.mocks list` shows the names"
         )
     specs = []
     for path in args.spec:

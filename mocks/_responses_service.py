@@ -18,9 +18,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mocks import _responses_wire as wire
-from mocks.journal import Entry, Journal
-from mocks.model_script import Plan, Step, plan_autopilot, plan_reply, script_from_json
+from mcp_host_conformance.mocks import _responses_wire as wire
+from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.model_script import (
+    Plan,
+    Step,
+    plan_autopilot,
+    plan_reply,
+    script_from_json,
+)
 
 JSON = {"content-type": "application/json"}
 

@@ -14,7 +14,7 @@ import base64
 import json
 from typing import Any
 
-from mocks.spec import ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -10,7 +10,7 @@ tool has). `start(entry, workdir)` gives a `RunningMock` with what a person or a
 needs: a URL or a command, and where the journal is.
 
 The stdio mock and the Responses service live in their own modules and are imported only
-when started, so `python -m mocks list` stays fast.
+when started, so `python -m mcp_host_conformance.mocks list` stays fast.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mocks.journal import Journal
-from mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.journal import Journal
+from mcp_host_conformance.mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -244,7 +244,7 @@ def changing_tools_spec() -> ServerSpec:
 @dataclass(frozen=True)
 class CatalogEntry:
     name: str
-    summary: str  # one line, for `python -m mocks list`
+    summary: str  # one line, for `python -m mcp_host_conformance.mocks list`
     kind: str  # "http" | "tls" | "stdio" | "responses"
     build: Callable[[], ServerSpec | None]
     tls: str | None = None  # for kind "tls": "trusted" | "untrusted"
@@ -483,7 +483,7 @@ class RunningMock:
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
-        """The JSON line of `python -m mocks serve --json`."""
+        """The JSON line of `python -m mcp_host_conformance.mocks serve --json`."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.url:
             out["url"] = self.url
@@ -515,7 +515,7 @@ def _journal_url(url: str) -> str:
 
 def start_spec(spec: ServerSpec, name: str | None = None, tls: str | None = None) -> RunningMock:
     """Serve any spec as an HTTP mock."""
-    from mocks.http_server import HttpMock
+    from mcp_host_conformance.mocks.http_server import HttpMock
 
     mock = HttpMock(spec, tls=tls).start()
     assert mock.url is not None
@@ -535,10 +535,10 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
     """Start a named mock. `workdir` holds stdio spec and journal files (required for stdio)."""
     if isinstance(entry, str):
         if entry not in CATALOG:
-            raise KeyError(f"unknown mock {entry!r}; `python -m mocks list` shows the names")
+            raise KeyError(f"unknown mock {entry!r}; `python -m mcp_host_conformance.mocks list` shows the names")
         entry = CATALOG[entry]
     if entry.kind == "responses":
-        from mocks.responses import MockResponses
+        from mcp_host_conformance.mocks.responses import MockResponses
 
         model = MockResponses().start()
         return RunningMock(
@@ -556,7 +556,7 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
     if entry.kind == "stdio":
         if workdir is None:
             raise ValueError("a stdio mock needs a workdir for its spec and journal files")
-        from mocks.stdio_server import StdioMock
+        from mcp_host_conformance.mocks.stdio_server import StdioMock
 
         stdio = StdioMock(spec, workdir)
         return RunningMock(
@@ -568,7 +568,7 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
             server=stdio,
         )
     if entry.sdk:
-        from mocks.sdk_http_server import SdkHttpMock
+        from mcp_host_conformance.mocks.sdk_http_server import SdkHttpMock
 
         sdk_mock = SdkHttpMock(spec).start()
         assert sdk_mock.url is not None

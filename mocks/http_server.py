@@ -2,10 +2,10 @@
 
 Strategy: one asyncio server at the socket level, on its own event loop in a background
 thread, so a test (synchronous or not) can start it in milliseconds and read its journal
-while it runs. It parses HTTP itself (`mocks._http`) because several misbehaviours live
+while it runs. It parses HTTP itself (`mcp_host_conformance.mocks._http`) because several misbehaviours live
 below what an ASGI app can do: a TCP reset right after a `tools/call` was read, a stall
 with the connection held open, a response over any sane size limit. The MCP protocol is
-answered by the pure functions of `mocks._rpc`; this module adds the transport rules of
+answered by the pure functions of `mcp_host_conformance.mocks._rpc`; this module adds the transport rules of
 Streamable HTTP (sessions, SSE or JSON responses, the GET stream for server
 notifications, DELETE) and applies the spec's `Misbehaviour`.
 
@@ -25,10 +25,17 @@ import threading
 import uuid
 from typing import Any
 
-from mocks import _rpc
-from mocks._http import BadRequest, ChunkedBody, Request, read_request, sse_event, write_response
-from mocks.journal import Entry, Journal
-from mocks.spec import ServerSpec, Tool
+from mcp_host_conformance.mocks import _rpc
+from mcp_host_conformance.mocks._http import (
+    BadRequest,
+    ChunkedBody,
+    Request,
+    read_request,
+    sse_event,
+    write_response,
+)
+from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
 START_TIMEOUT = 10.0
 JSON_HEADERS = [("content-type", "application/json")]
@@ -75,7 +82,7 @@ class HttpMock:
             return self
         ssl_context = None
         if self.tls:
-            from mocks import tls as tls_module
+            from mcp_host_conformance.mocks import tls as tls_module
 
             ssl_context = tls_module.server_context(self.tls)
             self.ca_file = tls_module.trusted_ca_file()

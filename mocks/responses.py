@@ -3,7 +3,7 @@
 Strategy: `MockResponses` is a real HTTP server on 127.0.0.1 (for any host, in any
 language) and `responses_router` is a respx router (for in-process httpx clients); both
 call the same `ResponsesService`, so they answer alike. What the model says comes from a
-script of `Step`s (see `mocks.model_script`); with no script it plays an autopilot that
+script of `Step`s (see `mcp_host_conformance.mocks.model_script`); with no script it plays an autopilot that
 calls each offered MCP tool once and then answers in text. Every request is journalled
 whole (headers and parsed body) before it is judged, so a case sees what a host sent
 even when the service rejected it.
@@ -13,7 +13,7 @@ even when the service rejected it.
         ... point the host at model.url with model.api_key ...
         model.requests()   # the bodies it received
 
-Standalone: `python -m mocks.responses [--script FILE]` prints one JSON line with the
+Standalone: `python -m mcp_host_conformance.mocks.responses [--script FILE]` prints one JSON line with the
 url, key and journal URL, then serves until Ctrl-C / SIGTERM.
 """
 
@@ -27,11 +27,11 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from mocks._responses_http import ThreadedHTTP
-from mocks._responses_service import Answer, ResponsesService
-from mocks._responses_wire import parse_sse
-from mocks.journal import Journal
-from mocks.model_script import (
+from mcp_host_conformance.mocks._responses_http import ThreadedHTTP
+from mcp_host_conformance.mocks._responses_service import Answer, ResponsesService
+from mcp_host_conformance.mocks._responses_wire import parse_sse
+from mcp_host_conformance.mocks.journal import Journal
+from mcp_host_conformance.mocks.model_script import (
     Step,
     function_call_outputs,
     function_calls,
@@ -150,7 +150,7 @@ def responses_router(model: MockResponses | ResponsesService, base_url: str | No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mocks.responses", description=__doc__.split("\n")[0]
+        prog="python -m mcp_host_conformance.mocks.responses", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--script", help="JSON file holding a list of steps (default: autopilot)")
     parser.add_argument("--api-key", help="the bearer key to accept (default: random)")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.script, encoding="utf-8") as f:
                 steps = script_from_json(json.load(f))
         except (OSError, ValueError) as exc:
-            print(f"mocks.responses: bad --script {args.script}: {exc}", file=sys.stderr)
+            print(f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}", file=sys.stderr)
             return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

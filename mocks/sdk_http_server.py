@@ -4,7 +4,7 @@ Strategy: the socket-level `HttpMock` is what the suite relies on, because it mu
 misbehave; this variant shows the same tools through the SDK's own Streamable HTTP
 stack (`Server.streamable_http_app` under uvicorn), so a host can be checked against a
 server nobody here wrote the protocol of. It answers from the same pure functions as
-`HttpMock` (`mocks._rpc`), parsed into the SDK's types, so it can only serve specs the SDK
+`HttpMock` (`mcp_host_conformance.mocks._rpc`), parsed into the SDK's types, so it can only serve specs the SDK
 accepts: no misbehaviour, object schemas only. A pure ASGI middleware journals every
 request the same way `HttpMock` does.
 """
@@ -18,9 +18,9 @@ import json
 import threading
 from typing import Any
 
-from mocks import _rpc
-from mocks.journal import Entry, Journal
-from mocks.spec import ServerSpec
+from mcp_host_conformance.mocks import _rpc
+from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.spec import ServerSpec
 
 START_TIMEOUT = 10.0
 

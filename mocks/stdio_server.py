@@ -1,8 +1,8 @@
 """The stdio mock MCP server: a process speaking newline-delimited JSON-RPC on stdin/stdout.
 
 Strategy: it must answer `initialize` within 150 ms of spawn, so its start path imports
-only the standard library, `mocks.spec`, `mocks.journal` and the pure protocol functions
-of `mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It serves a `ServerSpec`
+only the standard library, `mcp_host_conformance.mocks.spec`, `mcp_host_conformance.mocks.journal` and the pure protocol functions
+of `mcp_host_conformance.mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It serves a `ServerSpec`
 exactly as the HTTP mock does (same `_rpc` answers), and journals to a JSON-lines file
 (`FileJournal`) because the reader lives in another process: one kind="process" entry at
 start (argv verbatim, the whole environment, pid, pgid, cwd), one kind="rpc" entry per line
@@ -45,16 +45,16 @@ def _make_mocks_importable() -> None:
     if sys.path and os.path.abspath(sys.path[0] or os.curdir) == _HERE:
         sys.path[0] = _ROOT
     try:
-        import mocks.spec  # noqa: F401
+        import mcp_host_conformance.mocks.spec  # noqa: F401
     except ImportError:
         sys.path.insert(0, _ROOT)
 
 
 _make_mocks_importable()
 
-from mocks import _rpc  # noqa: E402
-from mocks.journal import Entry, FileJournal  # noqa: E402
-from mocks.spec import ServerSpec, SpecError, dump_spec, load_spec  # noqa: E402
+from mcp_host_conformance.mocks import _rpc  # noqa: E402
+from mcp_host_conformance.mocks.journal import Entry, FileJournal  # noqa: E402
+from mcp_host_conformance.mocks.spec import ServerSpec, SpecError, dump_spec, load_spec  # noqa: E402
 
 SCRIPT = os.path.abspath(__file__)
 GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{\n"
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = load_spec(spec_path) if spec_path else ServerSpec()
     except SpecError as exc:
-        print(f"mocks.stdio_server: {exc}", file=sys.stderr)
+        print(f"mcp_host_conformance.mocks.stdio_server: {exc}", file=sys.stderr)
         return 2
     server = StdioServer(spec, journal_path)
     server.record(

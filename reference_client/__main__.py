@@ -1,7 +1,7 @@
-"""`python -m reference_client`: the same as the `mcp-reference-host` command."""
+"""`python -m mcp_host_conformance.reference_client`: the same as the `mcp-reference-host` command."""
 
 import sys
 
-from reference_client.cli import main
+from mcp_host_conformance.reference_client.cli import main
 
 sys.exit(main())

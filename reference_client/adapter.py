@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.adapter import (
+from mcp_host_conformance.harness.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -37,12 +37,12 @@ from harness.adapter import (
     Stopped,
     Turn,
 )
-from reference_client import cli
-from reference_client.config import ConfigError, ConfigStore, secrets_of
-from reference_client.confirmation import ConfirmationView
-from reference_client.host import Host, TurnReport
-from reference_client.redaction import Redactor
-from reference_client.sessions import SessionError, SessionLog
+from mcp_host_conformance.reference_client import cli
+from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore, secrets_of
+from mcp_host_conformance.reference_client.confirmation import ConfirmationView
+from mcp_host_conformance.reference_client.host import Host, TurnReport
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.sessions import SessionError, SessionLog
 
 NAME = "mcp-reference-host"
 SECRET_VARIABLE = "MCP_REFERENCE_SECRET_{}"  # set only in the environ given to cli.main
@@ -159,7 +159,7 @@ class _BridgeUI:
 
 
 class ReferenceSession:
-    """A running reference host (`harness.adapter.ClientSession`)."""
+    """A running reference host (`mcp_host_conformance.harness.adapter.ClientSession`)."""
 
     def __init__(self, options: StartOptions) -> None:
         self.options = options
@@ -249,7 +249,7 @@ class ReferenceSession:
 
 
 class ReferenceAdapter:
-    """`harness.adapter.Adapter` for the reference host."""
+    """`mcp_host_conformance.harness.adapter.Adapter` for the reference host."""
 
     def describe(self) -> Description:
         return Description(
@@ -260,7 +260,7 @@ class ReferenceAdapter:
             call_timeout=30.0,
             project_config_files=[],
             can_cancel=True,
-            interactive_add=[sys.executable, "-m", "reference_client", *INTERACTIVE_ADD],
+            interactive_add=[sys.executable, "-m", "mcp_host_conformance.reference_client", *INTERACTIVE_ADD],
         )
 
     def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:
@@ -288,6 +288,6 @@ class ReferenceAdapter:
 
 def driver_main() -> int:
     """`mcp-reference-host driver`: serve this adapter over the driver protocol (stdio)."""
-    from harness.driver_server import serve
+    from mcp_host_conformance.harness.driver_server import serve
 
     return serve(ReferenceAdapter())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reference_client import results
+from mcp_host_conformance.reference_client import results
 
 READ_FILE = "read_file"
 NAMES = (READ_FILE,)

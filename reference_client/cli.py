@@ -1,4 +1,4 @@
-"""The command line: `mcp-reference-host` (also `python -m reference_client`).
+"""The command line: `mcp-reference-host` (also `python -m mcp_host_conformance.reference_client`).
 
 Strategy: a thin layer of argparse over the configuration store, the session log and the
 Host; every rule lives elsewhere. `main` takes its environment and streams as parameters so
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from reference_client.config import (
+from mcp_host_conformance.reference_client.config import (
     ConfigError,
     ConfigStore,
     HttpServerConfig,
@@ -39,9 +39,9 @@ from reference_client.config import (
     secrets_of,
     url_refusal,
 )
-from reference_client.redaction import Redactor
-from reference_client.sessions import SessionError, SessionLog, list_sessions
-from reference_client.terminal import TerminalUI, read_secret
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.sessions import SessionError, SessionLog, list_sessions
+from mcp_host_conformance.reference_client.terminal import TerminalUI, read_secret
 
 __all__ = ["main"]
 
@@ -412,7 +412,9 @@ def _sessions(environ: Mapping[str, str], stdout: TextIO) -> int:
 
 
 async def _chat(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO) -> int:
-    from reference_client.host import Host  # the engine; imported only when chatting
+    from mcp_host_conformance.reference_client.host import (
+        Host,  # the engine; imported only when chatting
+    )
 
     model_key = environ.get(args.model_key_env, "")
     if not model_key:
@@ -522,7 +524,7 @@ def main(
             return _sessions(environ, stdout)
         if args.top_command == "chat":
             return asyncio.run(_chat(args, environ, stdin, stdout))
-        from reference_client.adapter import driver_main
+        from mcp_host_conformance.reference_client.adapter import driver_main
 
         return driver_main() or 0
     except _Exit as done:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference_client import config, limits, naming, offering
-from reference_client.redaction import Redactor
-from reference_client.rpc import RpcSession
-from reference_client.transports import McpError, Transport
-from reference_client.transports.http import HttpTransport
-from reference_client.transports.stdio import StdioTransport
+from mcp_host_conformance.reference_client import config, limits, naming, offering
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.rpc import RpcSession
+from mcp_host_conformance.reference_client.transports import McpError, Transport
+from mcp_host_conformance.reference_client.transports.http import HttpTransport
+from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
 
 
 @dataclass

@@ -13,11 +13,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reference_client import builtins, config
-from reference_client.discovery import Discovery, StatusLine, discover
-from reference_client.model import DEFAULT_MODEL, ModelClient
-from reference_client.redaction import Redactor
-from reference_client.turn import UI, CallReport, Conversation, SessionSink, TurnReport
+from mcp_host_conformance.reference_client import builtins, config
+from mcp_host_conformance.reference_client.discovery import Discovery, StatusLine, discover
+from mcp_host_conformance.reference_client.model import DEFAULT_MODEL, ModelClient
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.turn import (
+    UI,
+    CallReport,
+    Conversation,
+    SessionSink,
+    TurnReport,
+)
 
 __all__ = ["Host", "UI", "StatusLine", "CallReport", "TurnReport"]
 

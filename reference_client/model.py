@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from reference_client.transports.http import ssl_context
+from mcp_host_conformance.reference_client.transports.http import ssl_context
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 REQUEST_TIMEOUT = 300.0  # seconds; a model may think for a while

@@ -15,7 +15,7 @@ import itertools
 from importlib import metadata
 from typing import Any
 
-from reference_client.transports import McpError, ProtocolError, Transport
+from mcp_host_conformance.reference_client.transports import McpError, ProtocolError, Transport
 
 PROTOCOL_VERSION = "2025-06-18"
 KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reference_client.config import private_dir
-from reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.config import private_dir
+from mcp_host_conformance.reference_client.redaction import Redactor
 
 __all__ = ["SessionError", "SessionLog", "list_sessions", "sessions_dir", "validate_item"]
 

@@ -17,7 +17,7 @@ import asyncio
 import sys
 from typing import TextIO
 
-from reference_client.confirmation import ConfirmationView, is_approved
+from mcp_host_conformance.reference_client.confirmation import ConfirmationView, is_approved
 
 __all__ = ["TerminalUI", "read_secret"]
 
@@ -55,7 +55,7 @@ def read_secret(prompt: str, *, stdin: TextIO, stdout: TextIO) -> str | None:
 
 
 class TerminalUI:
-    """The UI protocol of `reference_client.host` over text streams."""
+    """The UI protocol of `mcp_host_conformance.reference_client.host` over text streams."""
 
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         self.stdin = stdin if stdin is not None else sys.stdin

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from reference_client import builtins, confirmation, offering, results
-from reference_client.confirmation import ConfirmationView
-from reference_client.discovery import ConnectedServer, Discovery, OfferedTool
-from reference_client.model import ModelClient, ModelError
-from reference_client.redaction import Redactor
-from reference_client.rpc import RpcError
-from reference_client.transports import McpError, ProtocolError, parse_json
+from mcp_host_conformance.reference_client import builtins, confirmation, offering, results
+from mcp_host_conformance.reference_client.confirmation import ConfirmationView
+from mcp_host_conformance.reference_client.discovery import ConnectedServer, Discovery, OfferedTool
+from mcp_host_conformance.reference_client.model import ModelClient, ModelError
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.rpc import RpcError
+from mcp_host_conformance.reference_client.transports import McpError, ProtocolError, parse_json
 
 MAX_CALLS_PER_TURN = 16  # TURN-1
 LIMIT_OUTPUT = (

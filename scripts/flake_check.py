@@ -3,7 +3,7 @@
 
 Usage: python scripts/flake_check.py [--runs 20] [--workers 2] [--client NAME] [-- PYTEST ARGS]
 
-Each run is `pytest --pyargs conformance -n WORKERS -p randomly --randomly-seed SEED
+Each run is `pytest --pyargs mcp_host_conformance.conformance -n WORKERS -p randomly --randomly-seed SEED
 --report-json FILE` in a subprocess (seed printed, so a run can be replayed). After each run:
 
 - processes: this script makes itself a *child subreaper* (Linux prctl), so every process the
@@ -209,7 +209,7 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
     private = Path(tempfile.mkdtemp(prefix=f"flake-check-{number}-"))
     report = Path(tempfile.mkdtemp(prefix="flake-check-report-")) / "report.json"
     command = [
-        sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", "-p", "xdist", "-n",
+        sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance", "-q", "-p", "xdist", "-n",
         str(args.workers), "-p", "randomly", f"--randomly-seed={run.seed}",
         "--report-json", str(report), "-p", "no:cacheprovider",
     ]

@@ -47,7 +47,7 @@ def parse_results(text: str) -> dict[str, str]:
 
 
 def module_of(mutant: str) -> str:
-    # reference_client.naming.x_exposed_names__mutmut_3 -> naming
+    # mcp_host_conformance.reference_client.naming.x_exposed_names__mutmut_3 -> naming
     return mutant.split(".")[1]
 
 

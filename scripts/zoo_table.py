@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the table of broken clients (docs/broken-clients.md) from `zoo.BROKEN`.
+"""Print the table of broken clients (docs/broken-clients.md) from `mcp_host_conformance.zoo.BROKEN`.
 
 Usage: python scripts/zoo_table.py > /tmp/table.md   (then paste it over the table in the doc)
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 
-from harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.catalog import REQUIREMENTS
 
 _ORDER = {rid: index for index, rid in enumerate(REQUIREMENTS)}
 
@@ -43,9 +43,9 @@ def table(found: Iterable[tuple[str, str, str, str]]) -> str:
 
 
 def main() -> int:
-    import zoo
+    import mcp_host_conformance.zoo
 
-    sys.stdout.write(table(rows(zoo.BROKEN)))
+    sys.stdout.write(table(rows(mcp_host_conformance.zoo.BROKEN)))
     return 0
 
 

@@ -1,7 +1,7 @@
 """Self-test of the conformance suite: it must catch every broken client, exactly.
 
 Strategy: for each broken client of the zoo (`tests/zoo`), run the whole suite against it
-in a process of its own (`pytest --pyargs conformance --client NAME --strict`, as a user
+in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --client NAME --strict`, as a user
 would) and compare the requirement IDs that failed in its JSON report with the client's
 `fails` set: a missing ID means a case no longer catches the bug it exists for, an
 unexpected one means a case fails for a reason nobody wrote down. The reference client
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import zoo
 
-from harness.catalog import REQUIREMENTS
-from harness.loader import resolve_client
+import mcp_host_conformance.zoo
+from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.loader import resolve_client
 
 REFERENCE = "reference"
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
@@ -58,12 +58,12 @@ def core_ids() -> list[str]:
 
 
 def test_every_core_requirement_has_a_broken_client():
-    uncovered = [rid for rid in core_ids() if rid not in UNOBSERVABLE and not zoo.broken_clients_for(rid)]
+    uncovered = [rid for rid in core_ids() if rid not in UNOBSERVABLE and not mcp_host_conformance.zoo.broken_clients_for(rid)]
     assert not uncovered, f"core requirements without a broken client: {uncovered}"
 
 
 def test_broken_clients_are_well_formed():
-    for name, client in zoo.BROKEN.items():
+    for name, client in mcp_host_conformance.zoo.BROKEN.items():
         assert client.name == name
         assert client.fails, f"{name}: empty fails set"
         unknown = sorted(set(client.fails) - set(REQUIREMENTS))
@@ -110,7 +110,7 @@ def run_suite(name: str, workdir: Path) -> Run:
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.json"
     argv = [
-        sys.executable, "-m", "pytest", "--pyargs", "conformance", "--client", name, "--strict",
+        sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance", "--client", name, "--strict",
         "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
         "--timeout-scale", TIMEOUT_SCALE,
     ]  # fmt: skip
@@ -141,7 +141,7 @@ class Runs:
         self.pool.shutdown(wait=True)
 
 
-CLIENTS = [*sorted(zoo.BROKEN), REFERENCE]
+CLIENTS = [*sorted(mcp_host_conformance.zoo.BROKEN), REFERENCE]
 
 
 @pytest.fixture(scope="session")
@@ -162,7 +162,7 @@ def test_suite_fails_exactly(name, suite_runs):
     reference client fails none)."""
     run = suite_runs.get(name)
     assert run.report is not None, f"{name}: no JSON report (exit {run.returncode})\n{run.output}"
-    expected = set() if name == REFERENCE else set(zoo.BROKEN[name].fails)
+    expected = set() if name == REFERENCE else set(mcp_host_conformance.zoo.BROKEN[name].fails)
     described = (run.report.get("client") or {}).get("name")
     assert described == (f"broken:{name}" if name != REFERENCE else "mcp-reference-host"), described
     failed = run.failed_ids()

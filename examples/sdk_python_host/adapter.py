@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.adapter import (
+from mcp_host_conformance.harness.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -112,7 +112,7 @@ class Session:
 
 
 class Adapter:
-    """`harness.adapter.Adapter` for the SDK example host."""
+    """`mcp_host_conformance.harness.adapter.Adapter` for the SDK example host."""
 
     def describe(self) -> Description:
         return Description(name="sdk-python-host", version=f"mcp {metadata.version('mcp')}")

@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 import certifi
 import httpx
 
-from reference_client.config import url_refusal
-from reference_client.transports import (
+from mcp_host_conformance.reference_client.config import url_refusal
+from mcp_host_conformance.reference_client.transports import (
     MAX_MESSAGE_BYTES,
     MessageTooLarge,
     ProtocolError,

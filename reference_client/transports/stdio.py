@@ -23,7 +23,7 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from reference_client.transports import (
+from mcp_host_conformance.reference_client.transports import (
     MAX_MESSAGE_BYTES,
     MessageTooLarge,
     ProtocolError,
@@ -31,7 +31,7 @@ from reference_client.transports import (
     encode,
     parse_json,
 )
-from reference_client.transports.http import same_id
+from mcp_host_conformance.reference_client.transports.http import same_id
 
 INHERITED = ("PATH", "HOME", "LANG")  # STDIO-2: the only variables taken from the host
 TERM_GRACE = 0.5  # seconds between SIGTERM and SIGKILL

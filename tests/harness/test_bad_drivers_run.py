@@ -40,7 +40,7 @@ time.sleep(3600)
 def run_suite(driver: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
     report = tmp_path / "report.json"
     argv = [
-        sys.executable, "-m", "harness.cli", "run", "--client-cmd", driver, "--report-json", str(report),
+        sys.executable, "-m", "mcp_host_conformance.harness.cli", "run", "--client-cmd", driver, "--report-json", str(report),
         "--", "-k", ONE_CASE, "-p", "no:randomly", "-p", "no:cacheprovider", "--timeout-scale", "0.1",
     ]
     started = time.monotonic()

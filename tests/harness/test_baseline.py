@@ -2,9 +2,15 @@
 
 import pytest
 
-from harness.baseline import BaselineError, CaseRecord, audit, load_baseline, parse_baseline
-from harness.catalog import REQUIREMENTS
-from harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
+from mcp_host_conformance.harness.baseline import (
+    BaselineError,
+    CaseRecord,
+    audit,
+    load_baseline,
+    parse_baseline,
+)
+from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
 
 
 def test_parse_ignores_comments_and_blank_lines():

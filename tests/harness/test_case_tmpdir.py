@@ -1,4 +1,4 @@
-"""Where the case fixture puts its temp dirs (harness.fixtures.case_tmpdir)."""
+"""Where the case fixture puts its temp dirs (mcp_host_conformance.harness.fixtures.case_tmpdir)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import fixtures
+from mcp_host_conformance.harness import fixtures
 
 
 def test_the_environment_variable_wins(tmp_path: Path) -> None:

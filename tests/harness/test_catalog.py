@@ -1,6 +1,12 @@
 import pytest
 
-from harness.catalog import AREAS, CORE_AREAS, REQUIREMENTS, parse_catalog, requirement
+from mcp_host_conformance.harness.catalog import (
+    AREAS,
+    CORE_AREAS,
+    REQUIREMENTS,
+    parse_catalog,
+    requirement,
+)
 
 
 def test_the_core_has_sixty_must_and_should_ids():

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness import cli
+from mcp_host_conformance.harness import cli
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["requirements", "--help"]])
@@ -35,7 +35,7 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
     )
     assert status == 1
     assert seen["args"] == [
-        "--pyargs", "conformance", "--client-cmd", "go run ./driver", "--report-json", "r.json",
+        "--pyargs", "mcp_host_conformance.conformance", "--client-cmd", "go run ./driver", "--report-json", "r.json",
         "--expected-failures", "known.txt", "--strict", "--run-slow", "-n", "2", "-k", "approval", "-x",
     ]
 
@@ -44,7 +44,7 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     seen = {}
     monkeypatch.setattr(pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0)
     assert cli.main(["run"]) == 0
-    assert seen["args"] == ["--pyargs", "conformance"]
+    assert seen["args"] == ["--pyargs", "mcp_host_conformance.conformance"]
 
 
 def test_listing_marks_uncovered_ids_and_lists_cases(monkeypatch):

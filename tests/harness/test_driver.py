@@ -10,9 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import Adapter, AdapterError, HttpServer, StartOptions, StdioServer
-from harness.driver import DriverAdapter
-from harness.driver_wire import PROTOCOL, WireError, decode, decode_server, encode, encode_server
+from mcp_host_conformance.harness.adapter import (
+    Adapter,
+    AdapterError,
+    HttpServer,
+    StartOptions,
+    StdioServer,
+)
+from mcp_host_conformance.harness.driver import DriverAdapter
+from mcp_host_conformance.harness.driver_wire import (
+    PROTOCOL,
+    WireError,
+    decode,
+    decode_server,
+    encode,
+    encode_server,
+)
 
 FAKE = Path(__file__).with_name("fake_driver.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -169,7 +182,7 @@ def test_wire_encoding_round_trips_servers_and_options(tmp_path):
 
 def test_wire_decoding_names_the_bad_field():
     with pytest.raises(WireError, match=r"Description.version: expected str, got int"):
-        from harness.adapter import Description
+        from mcp_host_conformance.harness.adapter import Description
 
         decode(Description, {"name": "x", "version": 3})
     with pytest.raises(WireError, match="server.type"):
@@ -182,7 +195,7 @@ def test_protocol_is_versioned():
 
 
 def test_interactive_add_travels_and_is_optional():
-    from harness.adapter import Description
+    from mcp_host_conformance.harness.adapter import Description
 
     template = ["/usr/bin/host", "mcp", "add", "{name}", "{url}", "--header", "{header}"]
     described = Description("h", "1", interactive_add=template)

@@ -7,9 +7,9 @@ import types
 
 import pytest
 
-from harness import loader
-from harness.adapter import Description
-from harness.loader import LoadError, load_adapter
+from mcp_host_conformance.harness import loader
+from mcp_host_conformance.harness.adapter import Description
+from mcp_host_conformance.harness.loader import LoadError, load_adapter
 
 
 class GoodAdapter:
@@ -105,13 +105,13 @@ def test_reference_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_cmd_gives_the_driver_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
-    driver = types.ModuleType("harness.driver")
+    driver = types.ModuleType("mcp_host_conformance.harness.driver")
 
     class DriverAdapter:
         def __init__(self, command: str) -> None:
             self.command = command
 
     driver.DriverAdapter = DriverAdapter
-    monkeypatch.setitem(sys.modules, "harness.driver", driver)
+    monkeypatch.setitem(sys.modules, "mcp_host_conformance.harness.driver", driver)
     assert load_adapter(None, "./my-driver --flag").command == "./my-driver --flag"
     assert load_adapter(environ={loader.CLIENT_CMD_ENV: "./d"}).command == "./d"

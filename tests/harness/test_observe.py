@@ -1,4 +1,4 @@
-"""The readers of tool outputs in `harness.observe`, against a live mock model service."""
+"""The readers of tool outputs in `mcp_host_conformance.harness.observe`, against a live mock model service."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from harness.observe import (
+from mcp_host_conformance.harness.observe import (
     call_outputs,
     output_text,
     paired_outputs,
@@ -16,7 +16,7 @@ from harness.observe import (
     status_problem,
     user_texts,
 )
-from mocks.responses import MockResponses, Step
+from mcp_host_conformance.mocks.responses import MockResponses, Step
 
 TOOL = {
     "type": "function",

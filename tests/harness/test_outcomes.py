@@ -1,6 +1,6 @@
 import pytest
 
-from harness.outcomes import (
+from mcp_host_conformance.harness.outcomes import (
     EXPECTED_FAILURE,
     FAILED,
     INFO,

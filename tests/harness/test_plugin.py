@@ -12,7 +12,7 @@ pytest_plugins = ["pytester"]
 FAKE_CLIENT = textwrap.dedent(
     '''
     import threading
-    from harness.adapter import (CallResult, Confirmation, Description, ServerStatus, Shown,
+    from mcp_host_conformance.harness.adapter import (CallResult, Confirmation, Description, ServerStatus, Shown,
                                  Stopped, Turn)
 
     BLOCK = threading.Event()
@@ -68,7 +68,7 @@ FAKE_CLIENT = textwrap.dedent(
 CONFTEST = textwrap.dedent(
     '''
     import pytest
-    from mocks.journal import Journal
+    from mcp_host_conformance.mocks.journal import Journal
 
     class StubModel:
         url = "http://127.0.0.1:9/v1"
@@ -97,7 +97,7 @@ def sandbox(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _case(pytester: pytest.Pytester, body: str) -> None:
     (pytester.path / "conformance" / "test_case.py").write_text(
-        "import pytest\nfrom harness.outcomes import check\n\n" + textwrap.dedent(body)
+        "import pytest\nfrom mcp_host_conformance.harness.outcomes import check\n\n" + textwrap.dedent(body)
     )
 
 
@@ -188,7 +188,7 @@ def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
     _case(
         sandbox,
         """
-        from harness.adapter import HttpServer
+        from mcp_host_conformance.harness.adapter import HttpServer
 
         @pytest.mark.requirements("APR-4")
         def test_flow(host, secrets, timeouts, home, project):

@@ -1,19 +1,24 @@
 """The reporting hooks, run through pytester with a stand-in for the plugin's options.
 
-The real plugin (harness.plugin) is switched off here so these tests do not load a client."""
+The real plugin (mcp_host_conformance.harness.plugin) is switched off here so these tests do not load a client."""
 
 import json
 
 import pytest
 
-from harness.reporting import CaseResult, build_report, render_summary, requirement_outcomes
+from mcp_host_conformance.harness.reporting import (
+    CaseResult,
+    build_report,
+    render_summary,
+    requirement_outcomes,
+)
 
 pytest_plugins = ["pytester"]
 
 CONFTEST = """
 import pytest
-from harness.adapter import Description
-from harness.reporting import ReportingPlugin
+from mcp_host_conformance.harness.adapter import Description
+from mcp_host_conformance.harness.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
@@ -29,8 +34,8 @@ def pytest_configure(config):
 
 CASES = """
 import pytest
-from harness.adapter import AdapterError
-from harness.outcomes import check
+from mcp_host_conformance.harness.adapter import AdapterError
+from mcp_host_conformance.harness.outcomes import check
 
 @pytest.mark.requirements("APR-2")
 def test_must_fails():
@@ -111,7 +116,7 @@ def test_terminal_summary_has_client_table_and_failures(pytester):
 
 SHOULD_ONLY = """
 import pytest
-from harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check
 
 @pytest.mark.requirements("RES-9")
 def test_should_fails():
@@ -135,7 +140,7 @@ def test_should_failure_fails_with_strict(pytester):
 
 SETUP_FAILS = """
 import pytest
-from harness.adapter import AdapterError
+from mcp_host_conformance.harness.adapter import AdapterError
 
 @pytest.fixture
 def host():
@@ -187,7 +192,7 @@ def test_a_run_without_cases_prints_no_conformance_summary(pytester):
 
 BASELINE_CASES = """
 import pytest
-from harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check
 
 @pytest.mark.requirements("APR-2")
 def test_known_gap():

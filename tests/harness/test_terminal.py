@@ -1,11 +1,11 @@
-"""harness.terminal: a command in a pseudo-terminal, typed into at its prompt (CRED-5)."""
+"""mcp_host_conformance.harness.terminal: a command in a pseudo-terminal, typed into at its prompt (CRED-5)."""
 
 from __future__ import annotations
 
 import sys
 import time
 
-from harness.terminal import fill_template, run_in_terminal, terminal_environ
+from mcp_host_conformance.harness.terminal import fill_template, run_in_terminal, terminal_environ
 
 SECRET = "typed-Zq8v3Kx1"
 

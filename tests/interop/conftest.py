@@ -24,8 +24,8 @@ from interop_support import (
     unavailable_reason,
 )
 
-from harness.adapter import HttpServer, StdioServer
-from mocks.responses import MockResponses
+from mcp_host_conformance.harness.adapter import HttpServer, StdioServer
+from mcp_host_conformance.mocks.responses import MockResponses
 
 
 def require_everything() -> None:

@@ -29,9 +29,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import ClientSession, ServerConfig, StartOptions
-from mocks.responses import MockResponses
-from reference_client.adapter import ReferenceAdapter
+from mcp_host_conformance.harness.adapter import ClientSession, ServerConfig, StartOptions
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.reference_client.adapter import ReferenceAdapter
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = "@modelcontextprotocol/server-everything"

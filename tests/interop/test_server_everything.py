@@ -26,10 +26,10 @@ from interop_support import (
     running_host,
 )
 
-from harness.adapter import Confirmation
-from mocks.model_script import Step, function_call_outputs
-from mocks.responses import MockResponses
-from mocks.stdio_server import pid_alive, pids_in_group
+from mcp_host_conformance.harness.adapter import Confirmation
+from mcp_host_conformance.mocks.model_script import Step, function_call_outputs
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.mocks.stdio_server import pid_alive, pids_in_group
 
 
 def approve(_: Confirmation) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mocks.http_server import HttpMock
-from mocks.spec import ServerSpec
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.spec import ServerSpec
 
 ACCEPT = "application/json, text/event-stream"
 # httpx loads the system CA bundle for every client it makes (~40 ms); share one context.

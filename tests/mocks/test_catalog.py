@@ -7,7 +7,7 @@ import ssl
 import httpx
 import pytest
 
-from mocks.catalog import (
+from mcp_host_conformance.mocks.catalog import (
     CATALOG,
     KIB,
     definitions_size,
@@ -18,7 +18,7 @@ from mocks.catalog import (
     schema_of_size,
     start,
 )
-from mocks.spec import MISSING
+from mcp_host_conformance.mocks.spec import MISSING
 from tests.mocks.conftest import Raw
 
 ISSUE_NAMES = [
@@ -161,7 +161,7 @@ def test_responses_entry_serves_a_model():
 
 
 def test_unknown_name_is_a_clear_error():
-    with pytest.raises(KeyError, match="python -m mocks list"):
+    with pytest.raises(KeyError, match="python -m mcp_host_conformance.mocks list"):
         start("no-such-mock")
 
 

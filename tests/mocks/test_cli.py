@@ -1,4 +1,4 @@
-"""`python -m mocks`: list, serve with one line per mock, clean stop, clear errors."""
+"""`python -m mcp_host_conformance.mocks`: list, serve with one line per mock, clean stop, clear errors."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import sys
 import httpx
 import pytest
 
-from mocks.catalog import CATALOG
+from mcp_host_conformance.mocks.catalog import CATALOG
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _run(*args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mocks", *args],
+        [sys.executable, "-m", "mcp_host_conformance.mocks", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -65,7 +65,7 @@ def test_malformed_spec_file_is_one_line_naming_it(tmp_path, content, suffix):
 
 def _serve(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "mocks", "serve", "--json", *args],
+        [sys.executable, "-m", "mcp_host_conformance.mocks", "serve", "--json", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

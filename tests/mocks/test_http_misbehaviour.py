@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 from tests.mocks.conftest import parse_messages
 
 CALL = {

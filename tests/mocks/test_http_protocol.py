@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from mocks.spec import MISSING, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import MISSING, Reply, ServerSpec, Tool
 from tests.mocks.conftest import parse_messages
 
 

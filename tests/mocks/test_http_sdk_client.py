@@ -11,8 +11,8 @@ import ssl
 
 import pytest
 
-from mocks import tls
-from mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks import tls
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 
 def _spec(mode: str) -> ServerSpec:
@@ -120,7 +120,7 @@ def test_official_client_sees_list_changed_from_change_tools(start_mock, sdk):
 
 
 def test_official_client_accepts_every_rich_result(start_mock, sdk):
-    from mocks.catalog import rich_results_spec
+    from mcp_host_conformance.mocks.catalog import rich_results_spec
 
     mock = start_mock(rich_results_spec())
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mocks.model_script import (
+from mcp_host_conformance.mocks.model_script import (
     Step,
     arguments_for_schema,
     function_call_outputs,

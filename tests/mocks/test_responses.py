@@ -11,7 +11,12 @@ import time
 import httpx
 import pytest
 
-from mocks.responses import MockResponses, Step, function_call_outputs, offered_tools
+from mcp_host_conformance.mocks.responses import (
+    MockResponses,
+    Step,
+    function_call_outputs,
+    offered_tools,
+)
 
 
 def mcp_tool(server: str, tool: str, name: str | None = None, schema: dict | None = None) -> dict:
@@ -190,7 +195,7 @@ def test_admin_endpoints_script_journal_reset(model):
 
 def run_standalone(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "mocks.responses", *args],
+        [sys.executable, "-m", "mcp_host_conformance.mocks.responses", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import httpx
 
-from mocks.responses import MockResponses, ResponsesService, Step, parse_sse, responses_router
+from mcp_host_conformance.mocks.responses import (
+    MockResponses,
+    ResponsesService,
+    Step,
+    parse_sse,
+    responses_router,
+)
 
 TOOL = {
     "type": "function",

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from mocks.responses import MockResponses, Step, parse_sse
+from mcp_host_conformance.mocks.responses import MockResponses, Step, parse_sse
 
 
 def fn(name: str, server: str = "docs", tool: str = "query") -> dict:

@@ -9,8 +9,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import PaginatedRequestParams
 
-from mocks.spec import Reply, ServerSpec, Tool
-from mocks.stdio_server import StdioMock
+from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import StdioMock
 
 
 def test_official_client_initializes_lists_every_page_and_calls(tmp_path):

@@ -11,8 +11,13 @@ import time
 
 import pytest
 
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
-from mocks.stdio_server import StdioMock, pid_alive, pids_in_group, process_state
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import (
+    StdioMock,
+    pid_alive,
+    pids_in_group,
+    process_state,
+)
 
 MINIMAL_ENV = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "LANG": "C.UTF-8"}
 

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from mocks.spec import Misbehaviour, ServerSpec
-from mocks.stdio_server import StdioMock, pids_in_group, process_state
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec
+from mcp_host_conformance.mocks.stdio_server import StdioMock, pids_in_group, process_state
 
 ENV = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "LANG": "C.UTF-8"}
 

@@ -38,9 +38,9 @@ ROOT = HERE.parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: `mocks` lives at the root
     sys.path.insert(0, str(ROOT))
 
-from mocks.http_server import HttpMock  # noqa: E402
-from mocks.journal import Journal  # noqa: E402
-from mocks.spec import load_spec  # noqa: E402
+from mcp_host_conformance.mocks.http_server import HttpMock  # noqa: E402
+from mcp_host_conformance.mocks.journal import Journal  # noqa: E402
+from mcp_host_conformance.mocks.spec import load_spec  # noqa: E402
 
 PACKAGE = "@modelcontextprotocol/conformance"
 NODE_PACKAGE = "node"

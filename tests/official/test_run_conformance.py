@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mocks.spec import load_spec
+from mcp_host_conformance.mocks.spec import load_spec
 from tests.official import run_conformance as rc
 
 OK = {"id": "ping", "status": "SUCCESS"}

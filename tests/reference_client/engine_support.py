@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from reference_client.confirmation import ConfirmationView
+from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 
 
 def run(coro: Any, timeout: float = 10.0) -> Any:

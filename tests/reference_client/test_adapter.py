@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import Adapter, ClientSession, HttpServer, StartOptions, StdioServer
-from mocks.http_server import HttpMock
-from mocks.model_script import Step
-from mocks.responses import MockResponses
-from mocks.spec import Misbehaviour, ServerSpec, Tool
-from mocks.stdio_server import StdioMock, process_state
-from reference_client.adapter import ReferenceAdapter, add_command
+from mcp_host_conformance.harness.adapter import (
+    Adapter,
+    ClientSession,
+    HttpServer,
+    StartOptions,
+    StdioServer,
+)
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import StdioMock, process_state
+from mcp_host_conformance.reference_client.adapter import ReferenceAdapter, add_command
 
 SECRET = "adapter-canary-Q9x7"
 
@@ -129,7 +135,7 @@ def test_stdio_server_through_the_adapter_is_reaped(tmp_path: Path) -> None:
 
 
 def test_add_failure_is_an_adapter_error(tmp_path: Path) -> None:
-    from harness.adapter import AdapterError
+    from mcp_host_conformance.harness.adapter import AdapterError
 
     with pytest.raises(AdapterError):
         ReferenceAdapter().remove_server(tmp_path, "nothing-here")
@@ -139,9 +145,9 @@ def test_driver_command_serves_the_adapter(tmp_path: Path) -> None:
     import shlex
     import sys
 
-    from harness.driver import DriverAdapter
+    from mcp_host_conformance.harness.driver import DriverAdapter
 
-    driver = DriverAdapter(f"{shlex.quote(sys.executable)} -m reference_client driver", timeout=20)
+    driver = DriverAdapter(f"{shlex.quote(sys.executable)} -m mcp_host_conformance.reference_client driver", timeout=20)
     try:
         assert driver.describe().name == "mcp-reference-host"
         shown = driver.add_server(tmp_path, HttpServer("docs", "https://example.com/mcp", {"X-Key": SECRET}))

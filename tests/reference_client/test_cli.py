@@ -5,8 +5,12 @@ import stat
 
 import pytest
 
-from reference_client.cli import main
-from reference_client.config import ConfigStore, HttpServerConfig, StdioServerConfig
+from mcp_host_conformance.reference_client.cli import main
+from mcp_host_conformance.reference_client.config import (
+    ConfigStore,
+    HttpServerConfig,
+    StdioServerConfig,
+)
 
 SECRET = "canary-SeCrEt-4711"
 
@@ -149,7 +153,7 @@ def test_damaged_config_is_one_line_without_content(environ):
 def test_sessions_listing(environ):
     code, out = run(["sessions"], environ)
     assert code == 0 and "No saved sessions" in out
-    from reference_client.sessions import SessionLog
+    from mcp_host_conformance.reference_client.sessions import SessionLog
 
     with SessionLog.create(environ) as log:
         log.append({"type": "message", "role": "user", "content": "How do hooks work?"})
@@ -163,7 +167,7 @@ def test_chat_needs_a_model_key(environ):
 
 
 def test_chat_resume_unknown_session(environ):
-    pytest.importorskip("reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.host")
     code, out = run(
         ["chat", "--resume", "20260101-000000-abcdef"], {**environ, "OPENAI_API_KEY": "k"}
     )
@@ -171,11 +175,11 @@ def test_chat_resume_unknown_session(environ):
 
 
 def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
-    pytest.importorskip("reference_client.host")
-    http_server = pytest.importorskip("mocks.http_server")
-    responses = pytest.importorskip("mocks.responses")
-    model_script = pytest.importorskip("mocks.model_script")
-    spec = pytest.importorskip("mocks.spec")
+    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    http_server = pytest.importorskip("mcp_host_conformance.mocks.http_server")
+    responses = pytest.importorskip("mcp_host_conformance.mocks.responses")
+    model_script = pytest.importorskip("mcp_host_conformance.mocks.model_script")
+    spec = pytest.importorskip("mcp_host_conformance.mocks.spec")
     Step = model_script.Step
     project = tmp_path / "project"
     project.mkdir()

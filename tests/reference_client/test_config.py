@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from reference_client.config import (
+from mcp_host_conformance.reference_client.config import (
     ConfigError,
     ConfigStore,
     HttpServerConfig,

@@ -3,7 +3,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_client.confirmation import (
+from mcp_host_conformance.reference_client.confirmation import (
     APPROVAL_PROMPT,
     ARGUMENTS_LIMIT,
     CUT_MARKER,

@@ -5,12 +5,16 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 
-from mocks.http_server import HttpMock
-from mocks.spec import Misbehaviour, ServerSpec, Tool
-from mocks.stdio_server import StdioMock
-from reference_client.config import HttpServerConfig, StdioServerConfig
-from reference_client.discovery import connected_line, discover, unavailable_line
-from reference_client.redaction import Redactor
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import StdioMock
+from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
+from mcp_host_conformance.reference_client.discovery import (
+    connected_line,
+    discover,
+    unavailable_line,
+)
+from mcp_host_conformance.reference_client.redaction import Redactor
 from tests.reference_client.engine_support import run
 
 SECRET = "hdr-secret-6f2b91"

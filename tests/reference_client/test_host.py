@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mocks.http_server import HttpMock
-from mocks.responses import MockResponses
-from mocks.spec import ServerSpec, Tool
-from mocks.stdio_server import StdioMock, process_state
-from reference_client.config import HttpServerConfig, StdioServerConfig
-from reference_client.host import Host
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import StdioMock, process_state
+from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
+from mcp_host_conformance.reference_client.host import Host
 from tests.reference_client.engine_support import ScriptedUI, run
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from mocks.model_script import Step, function_call_outputs
-from mocks.responses import MockResponses
-from reference_client.config import HttpServerConfig, StdioServerConfig
-from reference_client.discovery import discover
-from reference_client.host import Host
-from reference_client.redaction import Redactor
-from reference_client.transports import parse_json
+from mcp_host_conformance.mocks.model_script import Step, function_call_outputs
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
+from mcp_host_conformance.reference_client.discovery import discover
+from mcp_host_conformance.reference_client.host import Host
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.transports import parse_json
 from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
 
 SECRET = "hostile-canary-Zx81"
@@ -125,7 +125,7 @@ def test_endless_sse_line_is_cut_at_one_mib() -> None:
 
 
 def test_parse_json_never_raises_anything_but_protocol_error() -> None:
-    from reference_client.transports import ProtocolError
+    from mcp_host_conformance.reference_client.transports import ProtocolError
 
     for kind in HOSTILE_BODIES:
         try:

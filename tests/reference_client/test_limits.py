@@ -1,4 +1,4 @@
-from reference_client.limits import (
+from mcp_host_conformance.reference_client.limits import (
     MAX_DEFINITIONS_BYTES,
     MAX_SCHEMA_BYTES,
     MAX_TOOLS,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from mocks.model_script import Step
-from mocks.responses import MockResponses
-from reference_client.model import ModelClient, ModelError, history_item, reply_from_body
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.reference_client.model import (
+    ModelClient,
+    ModelError,
+    history_item,
+    reply_from_body,
+)
 from tests.reference_client.engine_support import run
 
 

@@ -4,7 +4,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_client.naming import exposed_names, is_valid_name
+from mcp_host_conformance.reference_client.naming import exposed_names, is_valid_name
 
 PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 RESERVED = {"read_file", "mcp_a_b"}

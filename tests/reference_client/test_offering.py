@@ -1,4 +1,4 @@
-from reference_client.offering import INSTRUCTIONS, function_tool
+from mcp_host_conformance.reference_client.offering import INSTRUCTIONS, function_tool
 
 
 def test_function_tool_shape():

@@ -5,7 +5,7 @@ from urllib.parse import quote, quote_plus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_client.redaction import MARKER, Redactor
+from mcp_host_conformance.reference_client.redaction import MARKER, Redactor
 
 secrets = st.text(min_size=1, max_size=40)
 surrounding = st.text(max_size=30)

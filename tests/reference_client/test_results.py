@@ -3,7 +3,7 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_client.results import (
+from mcp_host_conformance.reference_client.results import (
     ACK_PROMPT,
     OUTPUT_LIMIT,
     STATUSES,

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mocks.http_server import HttpMock
-from mocks.spec import ServerSpec, Tool
-from reference_client.rpc import RpcError, RpcSession, check_response, check_tools_page
-from reference_client.transports import ProtocolError
-from reference_client.transports.http import HttpTransport
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+from mcp_host_conformance.reference_client.rpc import (
+    RpcError,
+    RpcSession,
+    check_response,
+    check_tools_page,
+)
+from mcp_host_conformance.reference_client.transports import ProtocolError
+from mcp_host_conformance.reference_client.transports.http import HttpTransport
 from tests.reference_client.engine_support import run
 
 

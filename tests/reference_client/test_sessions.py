@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from reference_client.redaction import Redactor
-from reference_client.sessions import (
+from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.sessions import (
     INTERRUPTED_OUTPUT,
     SessionError,
     SessionLog,

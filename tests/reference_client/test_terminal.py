@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from reference_client.cli import main
-from reference_client.config import ConfigStore
-from reference_client.confirmation import ConfirmationView, confirmation
-from reference_client.terminal import TerminalUI, read_secret
+from mcp_host_conformance.reference_client.cli import main
+from mcp_host_conformance.reference_client.config import ConfigStore
+from mcp_host_conformance.reference_client.confirmation import ConfirmationView, confirmation
+from mcp_host_conformance.reference_client.terminal import TerminalUI, read_secret
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -42,7 +42,7 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
 def spawn(args: list[str], env: dict[str, str], cwd: Path):
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "reference_client", *args],
+        ["-m", "mcp_host_conformance.reference_client", *args],
         env=env,
         cwd=str(cwd),
         encoding="utf-8",
@@ -108,11 +108,11 @@ def test_mcp_add_reads_header_with_echo_off(tmp_path):
 
 
 def test_chat_through_a_terminal(tmp_path):
-    pytest.importorskip("reference_client.host")
-    http_server = pytest.importorskip("mocks.http_server")
-    responses = pytest.importorskip("mocks.responses")
-    model_script = pytest.importorskip("mocks.model_script")
-    spec_module = pytest.importorskip("mocks.spec")
+    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    http_server = pytest.importorskip("mcp_host_conformance.mocks.http_server")
+    responses = pytest.importorskip("mcp_host_conformance.mocks.responses")
+    model_script = pytest.importorskip("mcp_host_conformance.mocks.model_script")
+    spec_module = pytest.importorskip("mcp_host_conformance.mocks.spec")
     ServerSpec, Tool, Misbehaviour = (
         spec_module.ServerSpec,
         spec_module.Tool,

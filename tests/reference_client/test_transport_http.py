@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from mocks.http_server import HttpMock
-from mocks.spec import Misbehaviour, ServerSpec, Tool
-from reference_client.rpc import RpcSession
-from reference_client.transports import MessageTooLarge, TransportError
-from reference_client.transports.http import HttpTransport, sse_messages
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.reference_client.rpc import RpcSession
+from mcp_host_conformance.reference_client.transports import MessageTooLarge, TransportError
+from mcp_host_conformance.reference_client.transports.http import HttpTransport, sse_messages
 from tests.reference_client.engine_support import RawHttpServer, http_answer, run
 
 SECRET = "tok-Zq81-secret-value"

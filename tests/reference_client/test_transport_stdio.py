@@ -7,11 +7,15 @@ import sys
 
 import pytest
 
-from mocks.spec import Misbehaviour, ServerSpec, Tool
-from mocks.stdio_server import StdioMock, process_state
-from reference_client.rpc import RpcSession
-from reference_client.transports import MessageTooLarge, ProtocolError, TransportError
-from reference_client.transports.stdio import StdioTransport, child_environment
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+from mcp_host_conformance.mocks.stdio_server import StdioMock, process_state
+from mcp_host_conformance.reference_client.rpc import RpcSession
+from mcp_host_conformance.reference_client.transports import (
+    MessageTooLarge,
+    ProtocolError,
+    TransportError,
+)
+from mcp_host_conformance.reference_client.transports.stdio import StdioTransport, child_environment
 from tests.reference_client.engine_support import run
 
 HOST_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-x", "LANG": "C.UTF-8",

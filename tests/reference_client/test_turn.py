@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from mocks.http_server import HttpMock
-from mocks.model_script import Step, function_call_outputs, offered_tools
-from mocks.responses import MockResponses
-from mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
-from reference_client import results
-from reference_client.config import HttpServerConfig
-from reference_client.host import Host
-from reference_client.turn import LIMIT_OUTPUT, MAX_CALLS_PER_TURN, tool_output
+from mcp_host_conformance.mocks.http_server import HttpMock
+from mcp_host_conformance.mocks.model_script import Step, function_call_outputs, offered_tools
+from mcp_host_conformance.mocks.responses import MockResponses
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.reference_client import results
+from mcp_host_conformance.reference_client.config import HttpServerConfig
+from mcp_host_conformance.reference_client.host import Host
+from mcp_host_conformance.reference_client.turn import LIMIT_OUTPUT, MAX_CALLS_PER_TURN, tool_output
 from tests.reference_client.engine_support import ScriptedUI, run
 
 SECRET = "canary-Hdr-7731-secret"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
-@replaced("reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
 def _yes_for_the_turn(original):
     async def approve(self, offered, view, report):
         if getattr(report, "zoo_approved", False):
@@ -19,7 +19,7 @@ def _yes_for_the_turn(original):
     return approve
 
 
-@replaced("reference_client.confirmation.is_approved")
+@replaced("mcp_host_conformance.reference_client.confirmation.is_approved")
 def _empty_is_yes(original):
     def is_approved(answer):
         return not answer.strip() or original(answer)
@@ -27,7 +27,7 @@ def _empty_is_yes(original):
     return is_approved
 
 
-@replaced("reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
 def _skip_read_only(original):
     async def approve(self, offered, view, report):
         if (offered.tool.get("annotations") or {}).get("readOnlyHint") is True:
@@ -37,7 +37,7 @@ def _skip_read_only(original):
     return approve
 
 
-@replaced("reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
 def _never_ask(original):
     del original
 
@@ -47,7 +47,7 @@ def _never_ask(original):
     return approve
 
 
-@replaced("reference_client.confirmation.confirmation")
+@replaced("mcp_host_conformance.reference_client.confirmation.confirmation")
 def _exposed_name(original):
     def confirmation(server, destination, tool, arguments, *, exposed_name=None):
         return original(server, destination, exposed_name or tool, arguments, exposed_name=exposed_name)
@@ -55,7 +55,7 @@ def _exposed_name(original):
     return confirmation
 
 
-@replaced("reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
 def _headers_in_confirmation(original):
     async def approve(self, offered, view, report):
         server = self.discovery.servers[offered.server]
@@ -107,7 +107,7 @@ CLIENTS = [
         "cuts-arguments-silently",
         "Cuts the shown arguments at 2 KiB without marking the cut.",
         {"APR-5"},
-        (constant("reference_client.confirmation.CUT_MARKER", ""),),
+        (constant("mcp_host_conformance.reference_client.confirmation.CUT_MARKER", ""),),
         target="APR-5",
     ),
     BrokenClient(

@@ -86,7 +86,7 @@ def apply(client: BrokenClient) -> None:
 
 
 def _reference_adapter_class() -> type:
-    from reference_client.adapter import ReferenceAdapter
+    from mcp_host_conformance.reference_client.adapter import ReferenceAdapter
 
     return ReferenceAdapter
 
@@ -100,13 +100,13 @@ class BrokenAdapter:
         self._reference = _reference_adapter_class()()
 
     def describe(self):
-        from reference_client.adapter import INTERACTIVE_ADD
+        from mcp_host_conformance.reference_client.adapter import INTERACTIVE_ADD
 
         return dataclasses.replace(
             self._reference.describe(),
             name=f"broken:{self.client.name}",
             # the person's own command runs in a process of its own: with the same patches
-            interactive_add=[sys.executable, "-m", "zoo", self.client.name, *INTERACTIVE_ADD],
+            interactive_add=[sys.executable, "-m", "mcp_host_conformance.zoo", self.client.name, *INTERACTIVE_ADD],
         )
 
     def add_server(self, home, server):

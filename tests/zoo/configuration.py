@@ -7,13 +7,13 @@ import json
 import os
 from pathlib import Path
 
-from zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, replaced
 
 
 async def _probe(server) -> None:
     # What a "verify on add" feature does: connect and list the tools, then hang up.
-    from reference_client import discovery
-    from reference_client.redaction import Redactor
+    from mcp_host_conformance.reference_client import discovery
+    from mcp_host_conformance.reference_client.redaction import Redactor
 
     environ = {"PATH": os.environ.get("PATH", os.defpath)}
     transport = discovery.make_transport(server, environ=environ)
@@ -22,7 +22,7 @@ async def _probe(server) -> None:
         await connected.session.close()
 
 
-@replaced("reference_client.config.ConfigStore.add")
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.add")
 def _connect_on_add(original):
     def add(self, server):
         path = original(self, server)
@@ -33,7 +33,7 @@ def _connect_on_add(original):
 
 
 def _project_servers(cwd: Path) -> list:
-    from reference_client.config import HttpServerConfig, StdioServerConfig
+    from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
 
     try:
         document = json.loads((cwd / ".mcp.json").read_text())
@@ -48,7 +48,7 @@ def _project_servers(cwd: Path) -> list:
     return found
 
 
-@replaced("reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
 def _read_project_config(original):
     def init(self, servers, **options):
         original(self, [*servers, *_project_servers(Path(options["cwd"]))], **options)
@@ -56,7 +56,7 @@ def _read_project_config(original):
     return init
 
 
-@replaced("reference_client.config.write_private")
+@replaced("mcp_host_conformance.reference_client.config.write_private")
 def _world_readable(original):
     def write_private(path, data):
         original(path, data)
@@ -66,7 +66,7 @@ def _world_readable(original):
 
 
 def _destination_with_values(server) -> str:
-    from reference_client.config import HttpServerConfig, destination
+    from mcp_host_conformance.reference_client.config import HttpServerConfig, destination
 
     values = server.headers if isinstance(server, HttpServerConfig) else server.env
     shown = ", ".join(f"{k}={v}" for k, v in values.items())
@@ -81,11 +81,11 @@ class _NoRedaction:
         return text
 
 
-@replaced("reference_client.cli._list")
+@replaced("mcp_host_conformance.reference_client.cli._list")
 def _list_with_values(original):
     from unittest import mock
 
-    from reference_client import cli
+    from mcp_host_conformance.reference_client import cli
 
     def list_(environ, stdout):
         with mock.patch.object(cli, "destination", _destination_with_values), mock.patch.object(
@@ -96,7 +96,7 @@ def _list_with_values(original):
     return list_
 
 
-@replaced("reference_client.config.ConfigStore.remove")
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.remove")
 def _remove_keeps(original):
     del original
 

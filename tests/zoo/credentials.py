@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import ssl
 
-from zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
 def _merged(servers, kind):
-    from reference_client.config import HttpServerConfig, StdioServerConfig
+    from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
 
     cls, field = (HttpServerConfig, "headers") if kind == "http" else (StdioServerConfig, "env")
     union: dict[str, str] = {}
@@ -22,7 +22,7 @@ def _merged(servers, kind):
     ]
 
 
-@replaced("reference_client.discovery.discover")
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
 def _headers_to_all(original):
     async def discover(servers, **options):
         return await original(_merged(servers, "http"), **options)
@@ -30,7 +30,7 @@ def _headers_to_all(original):
     return discover
 
 
-@replaced("reference_client.discovery.discover")
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
 def _env_to_all(original):
     async def discover(servers, **options):
         return await original(_merged(servers, "stdio"), **options)
@@ -38,9 +38,9 @@ def _env_to_all(original):
     return discover
 
 
-@replaced("reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
 def _headers_to_model(original):
-    from reference_client.config import HttpServerConfig
+    from mcp_host_conformance.reference_client.config import HttpServerConfig
 
     def init(self, servers, **options):
         original(self, servers, **options)
@@ -51,13 +51,13 @@ def _headers_to_model(original):
     return init
 
 
-@replaced("reference_client.redaction.Redactor.redact")
+@replaced("mcp_host_conformance.reference_client.redaction.Redactor.redact")
 def _no_redaction(original):
     del original
     return lambda self, text: text
 
 
-@replaced("reference_client.transports.http.ssl_context")
+@replaced("mcp_host_conformance.reference_client.transports.http.ssl_context")
 def _unverified(original):
     del original
 
@@ -70,7 +70,7 @@ def _unverified(original):
     return ssl_context
 
 
-@replaced("reference_client.transports.http.http_client")
+@replaced("mcp_host_conformance.reference_client.transports.http.http_client")
 def _follow_redirects(original):
     def http_client(ca_file=None):
         client = original(ca_file)
@@ -93,7 +93,7 @@ class _NotATerminal:
         return getattr(self._stream, name)
 
 
-@replaced("reference_client.cli.read_secret")  # the name `mcp add` reads secrets through
+@replaced("mcp_host_conformance.reference_client.cli.read_secret")  # the name `mcp add` reads secrets through
 def _echoed_secret(original):
     def read_secret(prompt, *, stdin, stdout):
         return original(prompt, stdin=_NotATerminal(stdin), stdout=stdout)
@@ -133,7 +133,7 @@ CLIENTS = [
         {"CRED-4"},
         (
             constant(
-                "reference_client.transports.http.CREDENTIALS_REJECTED",
+                "mcp_host_conformance.reference_client.transports.http.CREDENTIALS_REJECTED",
                 "the server rejected the credentials (HTTP {status})",
             ),
         ),
@@ -150,8 +150,8 @@ CLIENTS = [
         "Accepts plain-HTTP URLs to any host.",
         {"NET-1"},
         (
-            constant("reference_client.transports.http.url_refusal", lambda url: None),
-            constant("reference_client.cli.url_refusal", lambda url: None),
+            constant("mcp_host_conformance.reference_client.transports.http.url_refusal", lambda url: None),
+            constant("mcp_host_conformance.reference_client.cli.url_refusal", lambda url: None),
         ),
         target="NET-1",
     ),
@@ -173,8 +173,8 @@ CLIENTS = [
         "Reads messages and responses of any size.",
         {"NET-4", "RES-8"},  # RES-8: an oversized call result is then completed
         (
-            constant("reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30),
-            constant("reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30),
+            constant("mcp_host_conformance.reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30),
+            constant("mcp_host_conformance.reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30),
         ),
         target="NET-4",
     ),

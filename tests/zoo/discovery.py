@@ -6,10 +6,10 @@ import asyncio
 import weakref
 from contextvars import ContextVar
 
-from zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
-@replaced("reference_client.discovery.connected_line")
+@replaced("mcp_host_conformance.reference_client.discovery.connected_line")
 def _other_status_line(original):
     def connected_line(name, tools, destination):
         status = original(name, tools, destination)
@@ -22,7 +22,7 @@ def _other_status_line(original):
 _locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@replaced("reference_client.discovery.connect_server")
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
 def _one_at_a_time(original):
     async def connect_server(server, transport, **options):
         lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
@@ -32,7 +32,7 @@ def _one_at_a_time(original):
     return connect_server
 
 
-@replaced("reference_client.discovery.connect_server")
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
 def _default_connect_timeout(original):
     async def connect_server(server, transport, *, timeout, redactor):
         del timeout  # the configured value is ignored: always the built-in default
@@ -41,9 +41,9 @@ def _default_connect_timeout(original):
     return connect_server
 
 
-@replaced("reference_client.discovery.discover")
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
 def _stop_at_first_failure(original):
-    from reference_client import builtins, discovery
+    from mcp_host_conformance.reference_client import builtins, discovery
 
     async def discover(servers, **options):
         found = await original(servers, **options)
@@ -58,10 +58,10 @@ def _stop_at_first_failure(original):
     return discover
 
 
-@replaced("reference_client.turn.Conversation.ask")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
 def _relist_each_turn(original):
-    from reference_client import builtins, discovery
-    from reference_client.transports import McpError
+    from mcp_host_conformance.reference_client import builtins, discovery
+    from mcp_host_conformance.reference_client.transports import McpError
 
     async def ask(self, question):
         for server in self.discovery.servers.values():
@@ -78,7 +78,7 @@ def _relist_each_turn(original):
     return ask
 
 
-@replaced("reference_client.limits.check_tools")
+@replaced("mcp_host_conformance.reference_client.limits.check_tools")
 def _first_128(original):
     def check_tools(tools):
         if isinstance(tools, list) and len(tools) > 128:
@@ -91,7 +91,7 @@ def _first_128(original):
 _limit_reason: ContextVar[list[str] | None] = ContextVar("zoo_limit_reason", default=None)
 
 
-@replaced("reference_client.limits.check_tools")
+@replaced("mcp_host_conformance.reference_client.limits.check_tools")
 def _remember_reason(original):
     def check_tools(tools):
         reason = original(tools)
@@ -104,9 +104,9 @@ def _remember_reason(original):
     return check_tools
 
 
-@replaced("reference_client.discovery.connect_server")
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
 def _unavailable_but_registered(original):
-    from reference_client import discovery
+    from mcp_host_conformance.reference_client import discovery
 
     async def connect_server(server, transport, *, timeout, redactor):
         box: list[str] = []
@@ -161,7 +161,7 @@ CLIENTS = [
         "reads-17-pages",
         "Follows tools/list cursors for up to 17 pages.",
         {"DISC-6", "DISC-10"},  # DISC-10: the 17-page server's tools reach the model
-        (constant("reference_client.rpc.MAX_PAGES", 17),),
+        (constant("mcp_host_conformance.reference_client.rpc.MAX_PAGES", 17),),
         target="DISC-6",
     ),
     BrokenClient(
@@ -175,14 +175,14 @@ CLIENTS = [
         "accepts-large-schemas",
         "Accepts input schemas up to 32 KiB.",
         {"DISC-8", "DISC-10"},  # DISC-10: the 17 KiB schema reaches the model
-        (constant("reference_client.limits.MAX_SCHEMA_BYTES", 32 * 1024),),
+        (constant("mcp_host_conformance.reference_client.limits.MAX_SCHEMA_BYTES", 32 * 1024),),
         target="DISC-8",
     ),
     BrokenClient(
         "no-definitions-limit",
         "Does not limit the total size of a server's tool definitions.",
         {"DISC-9", "DISC-10"},  # DISC-10: the 65 KiB of definitions reach the model
-        (constant("reference_client.limits.MAX_DEFINITIONS_BYTES", 1 << 40),),
+        (constant("mcp_host_conformance.reference_client.limits.MAX_DEFINITIONS_BYTES", 1 << 40),),
         target="DISC-9",
     ),
     BrokenClient(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, replaced
 
 
-@replaced("reference_client.naming._raw_name")
+@replaced("mcp_host_conformance.reference_client.naming._raw_name")
 def _lowercase_server(original):
     def raw_name(server, tool):
         return original(server.lower(), tool)
@@ -13,9 +13,9 @@ def _lowercase_server(original):
     return raw_name
 
 
-@replaced("reference_client.naming._hashed_name")
+@replaced("mcp_host_conformance.reference_client.naming._hashed_name")
 def _guessed_name(original):
-    from reference_client import naming
+    from mcp_host_conformance.reference_client import naming
 
     del original
 
@@ -27,7 +27,7 @@ def _guessed_name(original):
     return hashed_name
 
 
-@replaced("reference_client.offering.function_tool")
+@replaced("mcp_host_conformance.reference_client.offering.function_tool")
 def _strict(original):
     def function_tool(server, tool, exposed_name):
         return {**original(server, tool, exposed_name), "strict": True}
@@ -35,7 +35,7 @@ def _strict(original):
     return function_tool
 
 
-@replaced("reference_client.offering.function_tool")
+@replaced("mcp_host_conformance.reference_client.offering.function_tool")
 def _no_note(original):
     def function_tool(server, tool, exposed_name):
         offered = original(server, tool, exposed_name)
@@ -46,9 +46,9 @@ def _no_note(original):
     return function_tool
 
 
-@replaced("reference_client.model.ModelClient.respond")
+@replaced("mcp_host_conformance.reference_client.model.ModelClient.respond")
 def _builtins_only_at_first(original):
-    from reference_client import builtins
+    from mcp_host_conformance.reference_client import builtins
 
     async def respond(self, input_items, tools, instructions, tool_choice=None):
         if any(item.get("type") == "function_call_output" for item in input_items):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zoo.client import BrokenClient, Seam, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
 
 
-@replaced("reference_client.results._render")
+@replaced("mcp_host_conformance.reference_client.results._render")
 def _reversed_blocks(original):
     def render(result):
         content = result.get("content") if isinstance(result, dict) else None
@@ -16,7 +16,7 @@ def _reversed_blocks(original):
     return render
 
 
-@replaced("reference_client.results._block_text")
+@replaced("mcp_host_conformance.reference_client.results._block_text")
 def _image_data(original):
     def block_text(block):
         if isinstance(block, dict) and block.get("type") in ("image", "audio") and isinstance(block.get("data"), str):
@@ -26,9 +26,9 @@ def _image_data(original):
     return block_text
 
 
-@replaced("reference_client.rpc.RpcSession.call_tool")
+@replaced("mcp_host_conformance.reference_client.rpc.RpcSession.call_tool")
 def _open_links(original):
-    from reference_client.transports import McpError
+    from mcp_host_conformance.reference_client.transports import McpError
 
     async def call_tool(self, name, arguments):
         result = await original(self, name, arguments)
@@ -43,7 +43,7 @@ def _open_links(original):
     return call_tool
 
 
-@replaced("reference_client.results._render")
+@replaced("mcp_host_conformance.reference_client.results._render")
 def _no_structured(original):
     def render(result):
         if isinstance(result, dict):
@@ -53,7 +53,7 @@ def _no_structured(original):
     return render
 
 
-@replaced("reference_client.results.from_call_result")
+@replaced("mcp_host_conformance.reference_client.results.from_call_result")
 def _error_completed(original):
     def from_call_result(result):
         if isinstance(result, dict) and result.get("isError") is True:
@@ -63,9 +63,9 @@ def _error_completed(original):
     return from_call_result
 
 
-@replaced("reference_client.turn.timed_out_outcome")
+@replaced("mcp_host_conformance.reference_client.turn.timed_out_outcome")
 def _timeout_failed(original):
-    from reference_client import results
+    from mcp_host_conformance.reference_client import results
 
     del original
     return lambda call_timeout: results.Outcome(results.FAILED, f"No answer within {call_timeout:g} s.")
@@ -73,7 +73,7 @@ def _timeout_failed(original):
 
 def _failed_on(kind_test):
     def make(original):
-        from reference_client import results
+        from mcp_host_conformance.reference_client import results
 
         def outcome_of(call):
             error = call.exception()
@@ -87,26 +87,26 @@ def _failed_on(kind_test):
 
 
 def _dropped(error) -> bool:
-    from reference_client.transports import MessageTooLarge, TransportError
+    from mcp_host_conformance.reference_client.transports import MessageTooLarge, TransportError
 
     return isinstance(error, TransportError) and not isinstance(error, MessageTooLarge)
 
 
 def _oversized(error) -> bool:
-    from reference_client.transports import MessageTooLarge
+    from mcp_host_conformance.reference_client.transports import MessageTooLarge
 
     return isinstance(error, MessageTooLarge)
 
 
-@replaced("reference_client.turn.cancelled_outcome")
+@replaced("mcp_host_conformance.reference_client.turn.cancelled_outcome")
 def _cancel_failed(original):
-    from reference_client import results
+    from mcp_host_conformance.reference_client import results
 
     del original
     return lambda: results.Outcome(results.FAILED, "The user cancelled the call.")
 
 
-@replaced("reference_client.turn.Conversation._record")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._record")
 def _outputs_twice(original):
     def record(self, item):
         original(self, item)
@@ -116,9 +116,9 @@ def _outputs_twice(original):
     return record
 
 
-@replaced("reference_client.results.unknown")
+@replaced("mcp_host_conformance.reference_client.results.unknown")
 def _terse_unknown(original):
-    from reference_client import results
+    from mcp_host_conformance.reference_client import results
 
     del original
     return lambda reason: results.Outcome(results.UNKNOWN, f"The outcome of this call is unknown: {reason}.")
@@ -135,21 +135,21 @@ CLIENTS = [
         "dropped-as-failed",
         "A connection lost after sending the call is reported failed.",
         {"RES-7", "RES-12", "RETRY-2", "RETRY-3"},  # their cases need a dropped call to end unknown
-        (Seam("reference_client.turn._outcome_of", _failed_on(_dropped)),),
+        (Seam("mcp_host_conformance.reference_client.turn._outcome_of", _failed_on(_dropped)),),
         target="RES-7",
     ),
     BrokenClient(
         "oversized-as-failed",
         "A response over 1 MiB after sending the call is reported failed.",
         {"RES-8"},
-        (Seam("reference_client.turn._outcome_of", _failed_on(_oversized)),),
+        (Seam("mcp_host_conformance.reference_client.turn._outcome_of", _failed_on(_oversized)),),
     ),
     BrokenClient("cancel-as-failed", "A call cancelled by the user is reported failed.", {"RES-9"}, (_cancel_failed,)),
     BrokenClient(
         "no-output-limit",
         "Hands results of any size to the model, status completed.",
         {"RES-10"},
-        (constant("reference_client.results.OUTPUT_LIMIT", 1 << 40),),
+        (constant("mcp_host_conformance.reference_client.results.OUTPUT_LIMIT", 1 << 40),),
         target="RES-10",
     ),
     BrokenClient(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
-@replaced("reference_client.turn.Conversation._call")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._call")
 def _retry_after_timeout(original):
-    from reference_client import results
+    from mcp_host_conformance.reference_client import results
 
     async def call(self, server, tool, arguments):
         outcome = await original(self, server, tool, arguments)
@@ -18,7 +18,7 @@ def _retry_after_timeout(original):
     return call
 
 
-@replaced("reference_client.turn.Conversation._run")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._run")
 def _no_acknowledgement(original):
     async def run(self, call, report):
         outcome = await original(self, call, report)
@@ -28,9 +28,9 @@ def _no_acknowledgement(original):
     return run
 
 
-@replaced("reference_client.turn.Conversation.ask")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
 def _decline_ends_session(original):
-    from reference_client.turn import TurnReport
+    from mcp_host_conformance.reference_client.turn import TurnReport
 
     async def ask(self, question):
         if getattr(self, "zoo_declined", False):
@@ -68,7 +68,7 @@ CLIENTS = [
         "no-call-limit",
         "Has no limit on tool calls per turn.",
         {"TURN-1"},
-        (constant("reference_client.turn.MAX_CALLS_PER_TURN", 1000),),
+        (constant("mcp_host_conformance.reference_client.turn.MAX_CALLS_PER_TURN", 1000),),
         target="TURN-1",
     ),
 ]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, replaced
 
 
-@replaced("reference_client.turn.Conversation._record")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation._record")
 def _outputs_not_saved(original):
     def record(self, item):
         if item.get("type") == "function_call_output" and self.session is not None:
@@ -20,11 +20,11 @@ def _outputs_not_saved(original):
     return record
 
 
-@replaced("reference_client.host.Host.start")
+@replaced("mcp_host_conformance.reference_client.host.Host.start")
 def _replay_on_resume(original):
     import json
 
-    from reference_client.transports import McpError
+    from mcp_host_conformance.reference_client.transports import McpError
 
     async def start(self):
         statuses = await original(self)
@@ -42,7 +42,7 @@ def _replay_on_resume(original):
     return start
 
 
-@replaced("reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
 def _forget_history(original):
     def init(self, servers, **options):
         options["history"] = None
@@ -51,9 +51,9 @@ def _forget_history(original):
     return init
 
 
-@replaced("reference_client.host.Host.start")
+@replaced("mcp_host_conformance.reference_client.host.Host.start")
 def _drop_unknown_tools(original):
-    from reference_client import builtins
+    from mcp_host_conformance.reference_client import builtins
 
     async def start(self):
         statuses = await original(self)

@@ -6,13 +6,13 @@ import asyncio
 import os
 import shlex
 
-from zoo.client import BrokenClient, Seam, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, replaced
 
 
 def _spawn_with(**changes):
     def make(original):
         del original
-        from reference_client.transports import MAX_MESSAGE_BYTES
+        from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
 
         async def spawn(command, args, env, cwd):
             options = dict(
@@ -37,7 +37,7 @@ def _spawn_with(**changes):
     return make
 
 
-@replaced("reference_client.transports.stdio.child_environment")
+@replaced("mcp_host_conformance.reference_client.transports.stdio.child_environment")
 def _inherit(original):
     def child_environment(host_environ, configured):
         return {**os.environ, **original(host_environ, configured)}
@@ -45,15 +45,15 @@ def _inherit(original):
     return child_environment
 
 
-@replaced("reference_client.transports.stdio._signal_group")
+@replaced("mcp_host_conformance.reference_client.transports.stdio._signal_group")
 def _no_signals(original):
     del original
     return lambda pgid, sig: None
 
 
-@replaced("reference_client.discovery.connect_server")
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
 def _exited_is_connected(original):
-    from reference_client import config, discovery
+    from mcp_host_conformance.reference_client import config, discovery
 
     async def connect_server(server, transport, *, timeout, redactor):
         line, connected = await original(server, transport, timeout=timeout, redactor=redactor)
@@ -71,7 +71,7 @@ CLIENTS = [
         "runs-through-shell",
         "Runs the stdio command line through /bin/sh.",
         {"STDIO-1", "STDIO-2"},  # STDIO-2: the shell exports PWD
-        (Seam("reference_client.transports.stdio.spawn", _spawn_with(shell=True)),),
+        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(shell=True)),),
     ),
     BrokenClient(
         "inherits-environment",
@@ -83,13 +83,13 @@ CLIENTS = [
         "same-process-group",
         "Starts stdio servers in its own process group.",
         {"STDIO-3", "STDIO-5"},  # STDIO-5: killing "its" group then misses the server's children
-        (Seam("reference_client.transports.stdio.spawn", _spawn_with(start_new_session=False)),),
+        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(start_new_session=False)),),
     ),
     BrokenClient(
         "stderr-unread-pipe",
         "Pipes a stdio server's stderr and never reads it.",
         {"STDIO-4"},
-        (Seam("reference_client.transports.stdio.spawn", _spawn_with(stderr=asyncio.subprocess.PIPE)),),
+        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(stderr=asyncio.subprocess.PIPE)),),
     ),
     BrokenClient(
         "forgets-to-reap",
