@@ -99,10 +99,14 @@ class Run:
 
     @property
     def timeout_bound(self) -> float:
-        return sum(d for c, d in self.durations.items() if any(m in c for m in TIMEOUT_BOUND_MARKERS))
+        return sum(
+            d for c, d in self.durations.items() if any(m in c for m in TIMEOUT_BOUND_MARKERS)
+        )
 
 
-def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+def _pytest(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, int, str]:
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
@@ -116,7 +120,13 @@ def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
 
 def suite_run(client: str, workers: int, scratch: Path) -> Run:
     report = scratch / f"report-{client}-{workers}.json"
-    args = ["--pyargs", "mcp_host_conformance.conformance", *CLIENTS[client], "--report-json", str(report)]
+    args = [
+        "--pyargs",
+        "mcp_host_conformance.conformance",
+        *CLIENTS[client],
+        "--report-json",
+        str(report),
+    ]
     args += ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
     wall, status, output = _pytest(args, ROOT)
     run = Run(f"{client}, {'-n ' + str(workers) if workers > 1 else 'serial'}", wall, status)
@@ -138,7 +148,14 @@ def overhead(client: str, n: int, scratch: Path) -> dict[str, float]:
     folder.mkdir()
     (folder / "test_overhead.py").write_text(OVERHEAD_CASES.format(n=n))
     junit = folder / "junit.xml"
-    args = [str(folder / "test_overhead.py"), *CLIENTS[client], "-p", "no:randomly", "-p", "no:xdist"]
+    args = [
+        str(folder / "test_overhead.py"),
+        *CLIENTS[client],
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+    ]
     _, status, output = _pytest([*args, "--junitxml", str(junit), "--rootdir", str(folder)], folder)
     if status != 0:
         sys.stderr.write(output[-3000:])
@@ -162,7 +179,9 @@ def verdict(seconds: float) -> str:
     return f"OVER the {TARGET_NOW_S:g} s target"
 
 
-def render(runs: list[Run], costs: dict[str, dict[str, float]], started: str, load_before: str) -> str:
+def render(
+    runs: list[Run], costs: dict[str, dict[str, float]], started: str, load_before: str
+) -> str:
     lines = [
         f"Measured {started} on {load_before} (start of the run).",
         "",
@@ -170,7 +189,10 @@ def render(runs: list[Run], costs: dict[str, dict[str, float]], started: str, lo
         "|---|---:|---|---|---:|---:|",
     ]
     for run in runs:
-        cases = ", ".join(f"{v} {k}" for k, v in sorted(run.outcomes.items())) or f"no report (exit {run.status})"
+        cases = (
+            ", ".join(f"{v} {k}" for k, v in sorted(run.outcomes.items()))
+            or f"no report (exit {run.status})"
+        )
         target = verdict(run.wall) if run.label.startswith("inprocess") else ""
         lines.append(
             f"| {run.label} | {run.wall:.1f} s | {target} | {cases} | {run.busy:.1f} s | {run.timeout_bound:.1f} s |"
@@ -189,9 +211,15 @@ def render(runs: list[Run], costs: dict[str, dict[str, float]], started: str, lo
         lines += ["", "Ratios within this run: " + "; ".join(ratios) + "."]
     if costs:
         lines += ["", "Per-case overhead (median of the no-op cases, setup + call + teardown):", ""]
-        lines += ["| client | fixtures only | start + stop | one turn, one call |", "|---|---:|---:|---:|"]
+        lines += [
+            "| client | fixtures only | start + stop | one turn, one call |",
+            "|---|---:|---:|---:|",
+        ]
         for client, cost in costs.items():
-            cells = [f"{cost.get(k, float('nan')) * 1000:.0f} ms" for k in ("test_bare_case", "test_start_stop", "test_one_turn")]
+            cells = [
+                f"{cost.get(k, float('nan')) * 1000:.0f} ms"
+                for k in ("test_bare_case", "test_start_stop", "test_one_turn")
+            ]
             lines.append(f"| {client} | " + " | ".join(cells) + " |")
     slowest = max(runs, key=lambda r: r.busy, default=None)
     if slowest and slowest.durations:
@@ -213,11 +241,17 @@ def update_docs(figures: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=1, help="full runs per configuration (the best is kept)")
-    parser.add_argument("-n", dest="n", type=int, default=20, help="no-op cases of each kind for the overhead")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="full runs per configuration (the best is kept)"
+    )
+    parser.add_argument(
+        "-n", dest="n", type=int, default=20, help="no-op cases of each kind for the overhead"
+    )
     parser.add_argument("--only", default="inprocess,driver", help="clients: inprocess,driver")
     parser.add_argument("--no-xdist", action="store_true", help="serial runs only")
-    parser.add_argument("--update-docs", action="store_true", help=f"write the figures into {DOC.relative_to(ROOT)}")
+    parser.add_argument(
+        "--update-docs", action="store_true", help=f"write the figures into {DOC.relative_to(ROOT)}"
+    )
     args = parser.parse_args(argv)
     clients = [c for c in args.only.split(",") if c]
     unknown = set(clients) - set(CLIENTS)
@@ -233,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tmp)
         for client in clients:
             costs[client] = overhead(client, args.n, scratch)
-            print(f"overhead {client}: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in costs[client].items()), flush=True)
+            print(
+                f"overhead {client}: "
+                + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in costs[client].items()),
+                flush=True,
+            )
             for workers in (1,) if args.no_xdist else (1, 2):
                 best: Run | None = None
                 for attempt in range(args.repeat):

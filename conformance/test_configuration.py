@@ -23,11 +23,15 @@ COMMON_PROJECT_FILES = (".mcp.json", "mcp.json", ".vscode/mcp.json", ".cursor/mc
 
 
 def lure_spec(name: str) -> ServerSpec:
-    return ServerSpec(name=name, tools=[Tool("lure", "Must never be discovered.", reply=Reply.text("x"))])
+    return ServerSpec(
+        name=name, tools=[Tool("lure", "Must never be discovered.", reply=Reply.text("x"))]
+    )
 
 
 def ordinary_spec(name: str = "docs") -> ServerSpec:
-    return ServerSpec(name=name, tools=[Tool("query", "Searches the docs.", reply=Reply.text("ok"))])
+    return ServerSpec(
+        name=name, tools=[Tool("query", "Searches the docs.", reply=Reply.text("ok"))]
+    )
 
 
 @pytest.mark.requirements("CFG-1")
@@ -67,13 +71,17 @@ def _project_config(url: str, command: list[str]) -> str:
 
 
 @pytest.mark.requirements("CFG-2")
-def test_project_configuration_is_never_read(host, project, http_mock, stdio_mock, model, description, timeouts):
+def test_project_configuration_is_never_read(
+    host, project, http_mock, stdio_mock, model, description, timeouts
+):
     """Servers are configured only in the user's home directory; MCP configuration found in
     the working directory (a project) is never read."""
     remote_lure = http_mock(lure_spec("project-remote"))
     local_lure = stdio_mock(lure_spec("project-local"))
     text = _project_config(remote_lure.url, local_lure.command)
-    names = list(COMMON_PROJECT_FILES) + [n for n in description.project_config_files if n not in COMMON_PROJECT_FILES]
+    names = list(COMMON_PROJECT_FILES) + [
+        n for n in description.project_config_files if n not in COMMON_PROJECT_FILES
+    ]
     for name in names:
         path = project / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +107,12 @@ def test_project_configuration_is_never_read(host, project, http_mock, stdio_moc
         actual="its process started",
     )
     listed = sorted(s.name for s in running.statuses if s.name.startswith("project-"))
-    check(not listed, ids="CFG-2", expected="no status for project servers", actual=f"statuses for {listed}")
+    check(
+        not listed,
+        ids="CFG-2",
+        expected="no status for project servers",
+        actual=f"statuses for {listed}",
+    )
 
 
 def _mode(path: Path) -> int:
@@ -112,7 +125,9 @@ def test_credential_file_is_private(host, home, http_mock, stdio_mock, secrets):
     group/world writable)."""
     token = secrets.new("header")
     env_value = secrets.new("env")
-    host.add_http("remote", http_mock(ordinary_spec("remote")), headers={"Authorization": f"Bearer {token}"})
+    host.add_http(
+        "remote", http_mock(ordinary_spec("remote")), headers={"Authorization": f"Bearer {token}"}
+    )
     host.add_stdio("local", stdio_mock(ordinary_spec("local")), env={"API_KEY": env_value})
 
     reported = [p for p in host.config_paths if p.is_file()]
@@ -151,7 +166,12 @@ def test_listing_shows_no_secret(host, http_mock, stdio_mock, secrets):
 
     listing = host.list().text
     leaks = secrets.found_in(listing, "listing")
-    check(not leaks, ids="CFG-4", expected="no configured secret in the listing", actual="; ".join(leaks))
+    check(
+        not leaks,
+        ids="CFG-4",
+        expected="no configured secret in the listing",
+        actual="; ".join(leaks),
+    )
     missing = [piece for piece in ("remote", "local", remote.url) if piece not in listing]
     check(
         not missing,

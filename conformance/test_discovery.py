@@ -35,7 +35,9 @@ KIB = 1024
 
 
 def healthy(name: str = "docs", tools: tuple[str, ...] = ("query",)) -> ServerSpec:
-    return ServerSpec(name=name, tools=[Tool(t, f"Tool {t}.", reply=Reply.text(f"{t} ok")) for t in tools])
+    return ServerSpec(
+        name=name, tools=[Tool(t, f"Tool {t}.", reply=Reply.text(f"{t} ok")) for t in tools]
+    )
 
 
 def stalling(name: str, method: str = "initialize") -> ServerSpec:
@@ -61,14 +63,21 @@ def describe_status(status) -> str:
 def expect_available(running, name: str, ids: str, why: str, tools: int | None = None) -> None:
     status = running.status(name)
     ok = status is not None and status.connected and (tools is None or status.tools == tools)
-    want = f"server {name} ({why}) connected" + (f" with {tools} tools" if tools is not None else "")
+    want = f"server {name} ({why}) connected" + (
+        f" with {tools} tools" if tools is not None else ""
+    )
     check(ok, ids=ids, expected=want, actual=describe_status(status))
 
 
 def expect_unavailable(running, name: str, ids: str, why: str) -> None:
     status = running.status(name)
     ok = status is not None and not status.connected and bool(status.reason)
-    check(ok, ids=ids, expected=f"server {name} ({why}) reported unavailable with a reason", actual=describe_status(status))
+    check(
+        ok,
+        ids=ids,
+        expected=f"server {name} ({why}) reported unavailable with a reason",
+        actual=describe_status(status),
+    )
     line = f"MCP server {name} unavailable: "
     check(
         line in running.text,
@@ -121,7 +130,12 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
     model.script([Step.text("hi")])
     running.ask("hello")
     bodies = model.journal.entries(kind="http")
-    check(bool(bodies), ids="DISC-1", expected="the question sent to the model", actual="no model request")
+    check(
+        bool(bodies),
+        ids="DISC-1",
+        expected="the question sent to the model",
+        actual="no model request",
+    )
     first_model = bodies[0].time
     check(
         listed <= first_model,
@@ -136,7 +150,13 @@ def test_servers_connect_in_parallel(host, http_mock, timeouts):
     """Servers connect in parallel."""
     delay = timeouts.connect / 2.5
     mocks = [
-        http_mock(ServerSpec(name=f"slow{i}", tools=[Tool("query")], misbehaviour=Misbehaviour(delays={"initialize": delay})))
+        http_mock(
+            ServerSpec(
+                name=f"slow{i}",
+                tools=[Tool("query")],
+                misbehaviour=Misbehaviour(delays={"initialize": delay}),
+            )
+        )
         for i in range(3)
     ]
     for i, mock in enumerate(mocks):
@@ -212,7 +232,9 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
     docs = http_mock(healthy())
     host.add_http("offline", docs, url=closed_port_url())
     host.add_http("stalled", http_mock(stalling("stalled")))
-    host.add_stdio("garbage", stdio_mock(ServerSpec(name="garbage", misbehaviour=Misbehaviour(garbage=True))))
+    host.add_stdio(
+        "garbage", stdio_mock(ServerSpec(name="garbage", misbehaviour=Misbehaviour(garbage=True)))
+    )
     host.add_http("docs", docs)
 
     running = host.start()
@@ -246,7 +268,10 @@ def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
     model.script([Step.text("three")])
     running.ask("third")
 
-    offered = [sorted(t["description"].split("]", 1)[0] + "]" for t in mcp_tools(b)) for b in model_requests(model)]
+    offered = [
+        sorted(t["description"].split("]", 1)[0] + "]" for t in mcp_tools(b))
+        for b in model_requests(model)
+    ]
     check(
         all(o == ["[MCP server docs, tool query]"] for o in offered),
         ids="DISC-5",
@@ -293,7 +318,12 @@ def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock):
     host.add_http("kib17", http_mock(schema_spec(17 * KIB)))
     running = host.start()
     expect_available(running, "kib15", "DISC-8", "a 15 KiB schema", tools=2)
-    for name, why in (("array", "array schema"), ("string", "string schema"), ("missing", "no schema"), ("kib17", "a 17 KiB schema")):
+    for name, why in (
+        ("array", "array schema"),
+        ("string", "string schema"),
+        ("missing", "no schema"),
+        ("kib17", "a 17 KiB schema"),
+    ):
         expect_unavailable(running, name, "DISC-8", why)
 
 
@@ -360,9 +390,20 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
     running.ask("hello")
 
     bodies = model_requests(model)
-    check(bool(bodies), ids="DISC-10", expected="the question sent to the model", actual="no model request")
+    check(
+        bool(bodies),
+        ids="DISC-10",
+        expected="the question sent to the model",
+        actual="no model request",
+    )
     body = bodies[-1]
-    leaked = sorted({t["description"].split("]", 1)[0] + "]" for t in mcp_tools(body) if not t["description"].startswith("[MCP server docs,")})
+    leaked = sorted(
+        {
+            t["description"].split("]", 1)[0] + "]"
+            for t in mcp_tools(body)
+            if not t["description"].startswith("[MCP server docs,")
+        }
+    )
     check(
         not leaked,
         ids="DISC-10",

@@ -52,7 +52,9 @@ def offered_after_start(host, model, ids: str) -> dict[str, Any]:
     return bodies[-1]
 
 
-def names_by_label(body: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+def names_by_label(
+    body: dict[str, Any], pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], str | None]:
     found = {}
     for server, name in pairs:
         offered = mcp_tool(body, server, name)
@@ -74,9 +76,16 @@ def check_all_names(body: dict[str, Any]) -> None:
         expected="every offered MCP function name matches ^[A-Za-z0-9_-]{1,64}$ and starts with mcp_",
         actual=f"names breaking it: {bad}",
     )
-    every = [str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict) and "name" in t]
+    every = [
+        str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict) and "name" in t
+    ]
     dupes = sorted({n for n in every if every.count(n) > 1})
-    check(not dupes, ids="EXP-2", expected="every offered name unique in the request", actual=f"duplicates: {dupes}")
+    check(
+        not dupes,
+        ids="EXP-2",
+        expected="every offered name unique in the request",
+        actual=f"duplicates: {dupes}",
+    )
 
 
 @pytest.mark.requirements("EXP-1")
@@ -115,7 +124,12 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
     check_all_names(first)
     names = names_by_label(first, pairs)
     missing = [f"{s}/{t}" for (s, t), n in names.items() if n is None]
-    check(not missing, ids="EXP-2", expected="every discovered tool offered", actual=f"not offered: {missing}")
+    check(
+        not missing,
+        ids="EXP-2",
+        expected="every discovered tool offered",
+        actual=f"not offered: {missing}",
+    )
     guessed = {
         f"{s}/{t}": n
         for (s, t), n in names.items()
@@ -135,8 +149,17 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
         actual=f"names {clash}",
     )
     again = names_by_label(second, pairs)
-    changed = {f"{s}/{t}": (names[(s, t)], again[(s, t)]) for s, t in pairs if names[(s, t)] != again[(s, t)]}
-    check(not changed, ids="EXP-2", expected="the same names on a second start", actual=f"changed: {changed}")
+    changed = {
+        f"{s}/{t}": (names[(s, t)], again[(s, t)])
+        for s, t in pairs
+        if names[(s, t)] != again[(s, t)]
+    }
+    check(
+        not changed,
+        ids="EXP-2",
+        expected="the same names on a second start",
+        actual=f"changed: {changed}",
+    )
 
 
 tool_names = st.lists(
@@ -148,7 +171,9 @@ tool_names = st.lists(
 
 
 @pytest.mark.requirements("EXP-2")
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(names=tool_names)
 def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     """Every offered name matches `^[A-Za-z0-9_-]{1,64}$`, is unique, starts with `mcp_`; a
@@ -162,15 +187,33 @@ def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     check_all_names(body)
     found = names_by_label(body, [(server, n) for n in names])
     missing = [n for (_, n), exposed in found.items() if exposed is None]
-    check(not missing, ids="EXP-2", expected="every generated tool offered", actual=f"not offered: {missing!r}")
-    kept = {n: e for (_, n), e in found.items() if NAME_PATTERN.match(f"mcp_{server}_{n}") and e != f"mcp_{server}_{n}"}
-    check(not kept, ids="EXP-1", expected="valid names kept as mcp_gen_<tool>", actual=f"renamed: {kept!r}")
+    check(
+        not missing,
+        ids="EXP-2",
+        expected="every generated tool offered",
+        actual=f"not offered: {missing!r}",
+    )
+    kept = {
+        n: e
+        for (_, n), e in found.items()
+        if NAME_PATTERN.match(f"mcp_{server}_{n}") and e != f"mcp_{server}_{n}"
+    }
+    check(
+        not kept,
+        ids="EXP-1",
+        expected="valid names kept as mcp_gen_<tool>",
+        actual=f"renamed: {kept!r}",
+    )
 
 
 def impostor(generated: str, server: str) -> str | None:
     """The tool name whose plain `mcp_<server>_<tool>` is exactly `generated`, if there is one."""
     head = f"mcp_{server}_"
-    return generated[len(head) :] if generated.startswith(head) and len(generated) > len(head) else None
+    return (
+        generated[len(head) :]
+        if generated.startswith(head) and len(generated) > len(head)
+        else None
+    )
 
 
 @pytest.mark.requirements("EXP-2")
@@ -201,12 +244,21 @@ def test_a_generated_name_taken_by_a_plain_one_stays_unique(host, http_mock, mod
 
 
 SCHEMAS = {
-    "plain": {"type": "object", "properties": {"q": {"type": "string", "description": "the query"}}, "required": ["q"]},
+    "plain": {
+        "type": "object",
+        "properties": {"q": {"type": "string", "description": "the query"}},
+        "required": ["q"],
+    },
     "empty": {"type": "object"},
     "nested": {
         "type": "object",
-        "properties": {"filter": {"$ref": "#/$defs/filter"}, "n": {"type": "integer", "minimum": 1}},
-        "$defs": {"filter": {"type": "object", "additionalProperties": {"type": ["string", "null"]}}},
+        "properties": {
+            "filter": {"$ref": "#/$defs/filter"},
+            "n": {"type": "integer", "minimum": 1},
+        },
+        "$defs": {
+            "filter": {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
+        },
         "additionalProperties": False,
         "x-vendor": {"é": [1, 2.5, None, True]},
     },
@@ -270,10 +322,22 @@ def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, mod
     running.ask("second")
 
     bodies = model_requests(model)
-    check(len(bodies) >= 3, ids="EXP-5", expected="three model requests (call, result, second question)", actual=f"{len(bodies)}")
+    check(
+        len(bodies) >= 3,
+        ids="EXP-5",
+        expected="three model requests (call, result, second question)",
+        actual=f"{len(bodies)}",
+    )
     without = [i for i, b in enumerate(bodies) if mcp_tool(b, "docs", "query") is None]
-    check(not without, ids="EXP-5", expected="docs/query offered in every request", actual=f"missing in requests {without}")
-    builtins = [sorted(str(t.get("name") or t.get("type")) for t in builtin_tools(b)) for b in bodies]
+    check(
+        not without,
+        ids="EXP-5",
+        expected="docs/query offered in every request",
+        actual=f"missing in requests {without}",
+    )
+    builtins = [
+        sorted(str(t.get("name") or t.get("type")) for t in builtin_tools(b)) for b in bodies
+    ]
     check(
         all(b == builtins[0] for b in builtins),
         ids="EXP-5",
@@ -290,8 +354,14 @@ def test_standing_instructions_are_reported(host, http_mock, model, record_prope
     body = offered_after_start(host, model, "EXP-6")
     instructions = body.get("instructions")
     if not isinstance(instructions, str):
-        system = [i for i in body.get("input", []) if isinstance(i, dict) and i.get("role") in ("system", "developer")]
+        system = [
+            i
+            for i in body.get("input", [])
+            if isinstance(i, dict) and i.get("role") in ("system", "developer")
+        ]
         instructions = " ".join(str(i.get("content")) for i in system)
     record_property("instructions", instructions[:2000])
     lowered = instructions.lower()
-    record_property("mentions_data_not_instructions", "data" in lowered and "instruction" in lowered)
+    record_property(
+        "mentions_data_not_instructions", "data" in lowered and "instruction" in lowered
+    )

@@ -25,7 +25,6 @@ from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 REDIRECTS = (301, 302, 307, 308)
 
 
-
 def add_or_refusal(host, server) -> str:
     """Configure `server`; what the user saw (the add's text, or the error it raised).
 

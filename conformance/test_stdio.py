@@ -31,7 +31,6 @@ ALLOWED_ENV = {"PATH", "HOME", "LANG"}
 COERCED_LC_CTYPE = {"C.UTF-8", "C.utf8", "UTF-8"}
 
 
-
 def started(mock, name: str):
     """The mock's one process entry (it must have been started once)."""
     entries = mock.process_entries()

@@ -63,7 +63,9 @@ def load_baseline(path: str | Path) -> Baseline:
     try:
         text = Path(path).read_text("utf-8")
     except OSError as exc:
-        raise BaselineError(f"cannot read the expected-failures file {path}: {exc.strerror}") from None
+        raise BaselineError(
+            f"cannot read the expected-failures file {path}: {exc.strerror}"
+        ) from None
     return parse_baseline(text, str(path))
 
 

@@ -94,7 +94,9 @@ class Secrets:
                     break
         return hits
 
-    def found_in_texts(self, texts: Iterable[str | None], where: str = "what the user saw") -> list[str]:
+    def found_in_texts(
+        self, texts: Iterable[str | None], where: str = "what the user saw"
+    ) -> list[str]:
         return self.found_in("\n".join(t for t in texts if t), where)
 
     def found_in_files(self, paths: Iterable[Path | str]) -> list[str]:

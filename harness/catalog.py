@@ -97,7 +97,11 @@ def parse_catalog(markdown: str) -> dict[str, Requirement]:
 
 
 def _load() -> dict[str, Requirement]:
-    text = resources.files("mcp_host_conformance.harness.data").joinpath("requirements.md").read_text("utf-8")
+    text = (
+        resources.files("mcp_host_conformance.harness.data")
+        .joinpath("requirements.md")
+        .read_text("utf-8")
+    )
     return parse_catalog(text)
 
 

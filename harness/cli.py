@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     run.add_argument(
-        "--run-slow", action="store_true", help="also run the cases that wait for real default timeouts"
+        "--run-slow",
+        action="store_true",
+        help="also run the cases that wait for real default timeouts",
     )
     run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
 
@@ -148,7 +150,9 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
         )
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         sys.stderr.write(output.getvalue())
-        raise SystemExit(f"mcp-host-conformance: collecting the suite failed (pytest exit {int(status)})")
+        raise SystemExit(
+            f"mcp-host-conformance: collecting the suite failed (pytest exit {int(status)})"
+        )
     return collector.cases
 
 
@@ -166,7 +170,9 @@ def broken_clients_for(requirement_id: str) -> list[str]:
     """The broken clients that prove a case of this requirement can fail: every client of the
     zoos (entry-point group `mcp_host_conformance.zoos`) whose `fails` set names the ID. Each
     name works with `run --client NAME`."""
-    return sorted(name for name, client in _zoo().items() if requirement_id in getattr(client, "fails", ()))
+    return sorted(
+        name for name, client in _zoo().items() if requirement_id in getattr(client, "fails", ())
+    )
 
 
 def requirements_listing(cases: Mapping[str, Iterable[str]]) -> list[dict[str, Any]]:

@@ -318,7 +318,9 @@ class _DriverSession:
         self._adapter._call("cancel", {"session": self.id})
 
     def stop(self) -> Stopped:
-        return self._adapter._decode(Stopped, self._adapter._call("stop", {"session": self.id}), "stop")
+        return self._adapter._decode(
+            Stopped, self._adapter._call("stop", {"session": self.id}), "stop"
+        )
 
 
 class DriverAdapter:
@@ -406,8 +408,12 @@ class DriverAdapter:
                 rid = next(process.ids)
                 process.pending[rid] = call
             process.send(
-                {"jsonrpc": "2.0", "id": rid, "method": "ask",
-                 "params": {"session": sid, "question": question}}
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "ask",
+                    "params": {"session": sid, "question": question},
+                }
             )
             try:
                 result = self._wait(process, call)

@@ -279,5 +279,3 @@ def serve(adapter: Adapter, stdin: IO[str] | None = None, stdout: IO[str] | None
         for thread in server.asks:
             thread.join(timeout=5)
     return 0
-
-

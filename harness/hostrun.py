@@ -76,7 +76,9 @@ class Timeouts:
 
     @classmethod
     def scaled(cls, scale: float) -> Timeouts:
-        return cls(connect=1.5 * scale, call=1.0 * scale, wait=5.0 * scale, grace=0.3 * scale, scale=scale)
+        return cls(
+            connect=1.5 * scale, call=1.0 * scale, wait=5.0 * scale, grace=0.3 * scale, scale=scale
+        )
 
     def start_bound(self, connect: float) -> float:
         return 2 * connect + 20 * self.scale
@@ -108,7 +110,9 @@ def _policy(answer: Any, default: Any) -> Callable[[Any], Any]:
 class Running:
     """A started client: its status lines, and the questions asked of it."""
 
-    def __init__(self, host: Host, session: ClientSession, options: StartOptions, elapsed: float) -> None:
+    def __init__(
+        self, host: Host, session: ClientSession, options: StartOptions, elapsed: float
+    ) -> None:
         self.host = host
         self.session = session
         self.options = options
@@ -117,7 +121,9 @@ class Running:
         self.text: str = session.text or ""
         self.turns: list[Turn] = []
         self.stopped: Stopped | None = None
-        host._saw(self.text, *(s.line for s in self.statuses), *(s.reason or "" for s in self.statuses))
+        host._saw(
+            self.text, *(s.line for s in self.statuses), *(s.reason or "" for s in self.statuses)
+        )
 
     def status(self, name: str) -> ServerStatus | None:
         """The status record of server `name`, or None if the client reported none."""
@@ -145,12 +151,16 @@ class Running:
             self.host._saw(prompt)
             return bool(acknowledger(prompt))
 
-        limit = bound or self.host.timeouts.ask_bound(self.options.connect_timeout, self.options.call_timeout)
+        limit = bound or self.host.timeouts.ask_bound(
+            self.options.connect_timeout, self.options.call_timeout
+        )
         turn = bounded(
             "ask()", lambda: self.session.ask(question, on_confirmation, on_acknowledgement), limit
         )
         self.turns.append(turn)
-        self.host._saw(turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements)
+        self.host._saw(
+            turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
+        )
         return turn
 
     def cancel(self) -> None:
@@ -159,7 +169,11 @@ class Running:
     def stop(self) -> Stopped:
         """End the client the way its user would; idempotent."""
         if self.stopped is None:
-            stopped = bounded("stop()", self.session.stop, self.host.timeouts.start_bound(self.options.connect_timeout))
+            stopped = bounded(
+                "stop()",
+                self.session.stop,
+                self.host.timeouts.start_bound(self.options.connect_timeout),
+            )
             self.stopped = stopped
             self.host.session_files.extend(stopped.session_files)
             self.host._saw(stopped.text)
@@ -196,14 +210,18 @@ class Host:
     # configuration -------------------------------------------------------------------------
     def add(self, server: ServerConfig) -> Shown:
         shown = bounded(
-            f"add_server({server.name!r})", lambda: self.adapter.add_server(self.home, server), self.timeouts.config_bound()
+            f"add_server({server.name!r})",
+            lambda: self.adapter.add_server(self.home, server),
+            self.timeouts.config_bound(),
         )
         self.servers[server.name] = server
         self.config_paths.extend(Path(p) for p in shown.paths)
         self._saw(shown.text)
         return shown
 
-    def add_http(self, name: str, mock: Any, headers: dict[str, str] | None = None, url: str | None = None) -> Shown:
+    def add_http(
+        self, name: str, mock: Any, headers: dict[str, str] | None = None, url: str | None = None
+    ) -> Shown:
         """Configure an HttpMock (its URL, or `url`); a TLS mock's CA becomes the CA to trust."""
         if getattr(mock, "ca_file", None) is not None:
             self.ca_file = Path(mock.ca_file)
@@ -214,18 +232,28 @@ class Host:
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
-        return self.add(StdioServer(name=name, command=command[0], args=command[1:] + list(args), env=dict(env or {})))
+        return self.add(
+            StdioServer(
+                name=name, command=command[0], args=command[1:] + list(args), env=dict(env or {})
+            )
+        )
 
     def remove(self, name: str) -> Shown:
         shown = bounded(
-            f"remove_server({name!r})", lambda: self.adapter.remove_server(self.home, name), self.timeouts.config_bound()
+            f"remove_server({name!r})",
+            lambda: self.adapter.remove_server(self.home, name),
+            self.timeouts.config_bound(),
         )
         self.servers.pop(name, None)
         self._saw(shown.text)
         return shown
 
     def list(self) -> Shown:
-        shown = bounded("list_servers()", lambda: self.adapter.list_servers(self.home), self.timeouts.config_bound())
+        shown = bounded(
+            "list_servers()",
+            lambda: self.adapter.list_servers(self.home),
+            self.timeouts.config_bound(),
+        )
         self._saw(shown.text)
         return shown
 
@@ -248,7 +276,9 @@ class Host:
         options = self.options(**overrides)
         began = time.monotonic()
         session = bounded(
-            "start()", lambda: self.adapter.start(options), self.timeouts.start_bound(options.connect_timeout)
+            "start()",
+            lambda: self.adapter.start(options),
+            self.timeouts.start_bound(options.connect_timeout),
         )
         running = Running(self, session, options, time.monotonic() - began)
         self.runs.append(running)

@@ -76,7 +76,9 @@ def _import_attr(spec: str) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise LoadError(f"--client {spec!r}: module {module_name!r} has no attribute {attr_path!r}") from None
+            raise LoadError(
+                f"--client {spec!r}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
     return obj
 
 
@@ -99,7 +101,9 @@ def resolve_client(spec: str) -> Any:
     try:
         return points[spec].load()
     except Exception as exc:  # an adapter package that fails to import is the user's to fix
-        raise LoadError(f"--client {spec!r}: loading entry point {points[spec].value!r} failed: {exc}") from exc
+        raise LoadError(
+            f"--client {spec!r}: loading entry point {points[spec].value!r} failed: {exc}"
+        ) from exc
 
 
 def _instantiate(obj: Any, spec: str) -> Any:
@@ -110,7 +114,9 @@ def _instantiate(obj: Any, spec: str) -> Any:
         try:
             return obj()
         except TypeError as exc:
-            raise LoadError(f"--client {spec!r}: {obj!r} must be callable without arguments: {exc}") from exc
+            raise LoadError(
+                f"--client {spec!r}: {obj!r} must be callable without arguments: {exc}"
+            ) from exc
     return obj
 
 
@@ -139,7 +145,9 @@ def load_adapter(
         try:
             from mcp_host_conformance.harness.driver import DriverAdapter
         except ImportError as exc:
-            raise LoadError(f"--client-cmd needs mcp_host_conformance.harness.driver, which failed to import: {exc}") from exc
+            raise LoadError(
+                f"--client-cmd needs mcp_host_conformance.harness.driver, which failed to import: {exc}"
+            ) from exc
         return DriverAdapter(client_cmd)
     assert client is not None
     return _checked(_instantiate(resolve_client(client), client), client)

@@ -47,7 +47,11 @@ def model_requests(model: Any) -> list[dict[str, Any]]:
     bodies = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
-        if entry.http_method == "POST" and (entry.path or "").endswith("/responses") and isinstance(body, dict):
+        if (
+            entry.http_method == "POST"
+            and (entry.path or "").endswith("/responses")
+            and isinstance(body, dict)
+        ):
             bodies.append(body)
     return bodies
 
@@ -58,7 +62,9 @@ def offered_names(body: Any) -> list[str]:
 
 def mcp_tools(body: Any) -> list[dict[str, Any]]:
     """Offered functions whose description starts with an MCP label."""
-    return [t for t in offered_tools(body) if str(t.get("description") or "").startswith("[MCP server ")]
+    return [
+        t for t in offered_tools(body) if str(t.get("description") or "").startswith("[MCP server ")
+    ]
 
 
 def builtin_tools(body: Any) -> list[dict[str, Any]]:
@@ -76,7 +82,9 @@ def builtin_tools(body: Any) -> list[dict[str, Any]]:
 def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
     """The offered function labelled `[MCP server SERVER, tool TOOL]`, or None."""
     wanted = label(server, tool)
-    return next((t for t in offered_tools(body) if str(t.get("description") or "").startswith(wanted)), None)
+    return next(
+        (t for t in offered_tools(body) if str(t.get("description") or "").startswith(wanted)), None
+    )
 
 
 def exposed_name(body: Any, server: str, tool: str) -> str | None:
@@ -99,7 +107,9 @@ def status_text(status: Any) -> str:
     return status.line or f"connected={status.connected} reason={status.reason!r}"
 
 
-def stays_quiet(journal: Any, within: float, method: str | None = None, *, kind: str | None = None) -> list[Any]:
+def stays_quiet(
+    journal: Any, within: float, method: str | None = None, *, kind: str | None = None
+) -> list[Any]:
     """Watch `journal` for `within` seconds; the matching entries (empty if none came).
 
     For rules about what must NOT happen: it returns as soon as something does."""
@@ -120,7 +130,9 @@ def output_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
-        parts = [p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [
+            p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         return "\n".join(parts)
     import json
 
@@ -149,7 +161,11 @@ def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
     replies = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
-        if entry.http_method == "POST" and (entry.path or "").endswith("/responses") and isinstance(body, dict):
+        if (
+            entry.http_method == "POST"
+            and (entry.path or "").endswith("/responses")
+            and isinstance(body, dict)
+        ):
             replies.append(list(entry.extra.get("reply_calls") or []))
     return replies
 
@@ -162,7 +178,9 @@ def paired_outputs(body: Any, call_id: str) -> list[Any]:
     return [
         i.get("output")
         for i in items
-        if isinstance(i, dict) and i.get("type") == "function_call_output" and i.get("call_id") == call_id
+        if isinstance(i, dict)
+        and i.get("type") == "function_call_output"
+        and i.get("call_id") == call_id
     ]
 
 
@@ -179,7 +197,11 @@ def user_texts(body: Any) -> list[str]:
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            texts.append("\n".join(str(p.get("text")) for p in content if isinstance(p, dict) and "text" in p))
+            texts.append(
+                "\n".join(
+                    str(p.get("text")) for p in content if isinstance(p, dict) and "text" in p
+                )
+            )
     return texts
 
 

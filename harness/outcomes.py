@@ -64,7 +64,7 @@ def _as_ids(ids: str | Sequence[str]) -> list[str]:
 
 
 def failure_message(ids: Sequence[str], expected: str, actual: str) -> str:
-    """"<ID> (<LEVEL>): <rule text>" per ID, then the expected and actual lines."""
+    """ "<ID> (<LEVEL>): <rule text>" per ID, then the expected and actual lines."""
     lines = []
     for rid in ids:
         req = requirement(rid)

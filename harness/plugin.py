@@ -55,9 +55,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "'go run ./cmd/conformance-driver'",
     )
     group.addoption(
-        "--run-slow", action="store_true", default=False, help="also run the cases that wait for real default timeouts"
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the cases that wait for real default timeouts",
     )
-    group.addoption("--report-json", default=None, metavar="PATH", help="write the JSON report to PATH")
+    group.addoption(
+        "--report-json", default=None, metavar="PATH", help="write the JSON report to PATH"
+    )
     group.addoption(
         "--expected-failures",
         default=None,
@@ -115,7 +120,9 @@ def client_adapter(config: pytest.Config) -> Adapter:
     """The adapter of this run, loaded once per process (each xdist worker loads its own)."""
     if _ADAPTER not in config.stash:
         try:
-            config.stash[_ADAPTER] = load_adapter(config.getoption("--client"), config.getoption("--client-cmd"))
+            config.stash[_ADAPTER] = load_adapter(
+                config.getoption("--client"), config.getoption("--client-cmd")
+            )
         except LoadError as exc:
             raise pytest.UsageError(f"mcp-host-conformance: {exc}") from None
     return config.stash[_ADAPTER]
@@ -129,7 +136,10 @@ def client_description(config: pytest.Config) -> Description:
 
 
 def is_case(item: pytest.Item) -> bool:
-    return item.get_closest_marker("requirements") is not None or "conformance" in Path(str(item.path)).parent.parts
+    return (
+        item.get_closest_marker("requirements") is not None
+        or "conformance" in Path(str(item.path)).parent.parts
+    )
 
 
 def requirement_ids(item: pytest.Item) -> list[str]:
@@ -154,7 +164,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     try:
         d = client_description(config)
-    except (pytest.UsageError, HarnessTimeout, Exception) as exc:  # the header must not hide the error
+    except (
+        pytest.UsageError,
+        HarnessTimeout,
+        Exception,
+    ) as exc:  # the header must not hide the error
         return [f"mcp-host-conformance: client could not be described: {exc}"]
     profiles = ", ".join(sorted(d.profiles)) or "none"
     return [
@@ -164,7 +178,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ]
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     if any(is_case(item) for item in items):
         client_adapter(config)  # a client that cannot be loaded is a usage error, said once
 
@@ -202,6 +218,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 if profile not in d.profiles:
                     pytest.skip(f"{NOT_APPLICABLE_PREFIX}profile {profile} not claimed by {d.name}")
         if needs_cancel and not d.can_cancel:
-            pytest.skip(f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call (describe().can_cancel is false)")
+            pytest.skip(
+                f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call (describe().can_cancel is false)"
+            )
     if item.get_closest_marker("slow") is not None and not item.config.getoption("--run-slow"):
         pytest.skip("slow: waits for a real default timeout; run with --run-slow")

@@ -181,9 +181,7 @@ def _table(requirements: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for entry in requirements.values():
         by_area[entry["area"]][entry["outcome"]] += 1
     # Core areas always; a profile area only when some case names one of its requirements.
-    areas = [
-        a for a in AREAS if a in CORE_AREAS or set(by_area[a]) - {UNCOVERED}
-    ]
+    areas = [a for a in AREAS if a in CORE_AREAS or set(by_area[a]) - {UNCOVERED}]
     total: Counter[str] = Counter()
     for area in areas:
         total.update(by_area[area])
@@ -334,9 +332,7 @@ class ReportingPlugin:
     # -- where a verdict is made: classify, rewrite --
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         if not _is_case(item):
             return (yield)
         rids = _requirement_ids(item)
@@ -379,7 +375,12 @@ class ReportingPlugin:
             _set_property(item, P_MESSAGE, f"{call.when}: {text}")
 
     def _rewrite_failure(
-        self, report: pytest.TestReport, item: pytest.Item, cid: str, at_stake: list[str], phase: str
+        self,
+        report: pytest.TestReport,
+        item: pytest.Item,
+        cid: str,
+        at_stake: list[str],
+        phase: str,
     ) -> str:
         if phase in (FAILED, WARNING) and self.baseline and self.baseline.covers(cid, at_stake):
             report.outcome = "skipped"

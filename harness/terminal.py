@@ -44,7 +44,9 @@ class TerminalRun:
     shown: str  # everything the terminal showed, typed characters echoed included
     prompted: bool  # the command showed something before anything was typed
     typed: bool  # the answer was typed
-    echo_off_when_typed: bool | None  # the terminal's ECHO flag was off as we typed (None: not typed)
+    echo_off_when_typed: (
+        bool | None
+    )  # the terminal's ECHO flag was off as we typed (None: not typed)
     status: int | None  # the exit status; None if it did not end within the bound (then killed)
 
 

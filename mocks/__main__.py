@@ -48,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,serve}")
     commands.add_parser("list", help="print every mock by name with one line on what it does")
     serve = commands.add_parser("serve", help="start mocks and print where they are")
-    serve.add_argument("names", nargs="*", metavar="NAME", help="names from `python -m mcp_host_conformance.mocks list`")
+    serve.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="names from `python -m mcp_host_conformance.mocks list`",
+    )
     serve.add_argument("--all", action="store_true", help="start every mock in the catalog")
     serve.add_argument(
         "--spec",

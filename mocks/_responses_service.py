@@ -136,9 +136,7 @@ class ResponsesService:
         output = [wire.function_call_item(name, args) for name, args in plan.calls]
         # The calls this reply makes, on the request's own entry: cases pair them with the
         # outputs of the next request (RES-11) even when a client does not replay them.
-        extra["reply_calls"] = [
-            {k: i[k] for k in ("call_id", "name", "arguments")} for i in output
-        ]
+        extra["reply_calls"] = [{k: i[k] for k in ("call_id", "name", "arguments")} for i in output]
         if plan.text is not None:
             output.append(wire.message_item(plan.text))
         response = wire.response_object(body, output)

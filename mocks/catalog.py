@@ -535,7 +535,9 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
     """Start a named mock. `workdir` holds stdio spec and journal files (required for stdio)."""
     if isinstance(entry, str):
         if entry not in CATALOG:
-            raise KeyError(f"unknown mock {entry!r}; `python -m mcp_host_conformance.mocks list` shows the names")
+            raise KeyError(
+                f"unknown mock {entry!r}; `python -m mcp_host_conformance.mocks list` shows the names"
+            )
         entry = CATALOG[entry]
     if entry.kind == "responses":
         from mcp_host_conformance.mocks.responses import MockResponses

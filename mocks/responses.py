@@ -161,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.script, encoding="utf-8") as f:
                 steps = script_from_json(json.load(f))
         except (OSError, ValueError) as exc:
-            print(f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}", file=sys.stderr)
+            print(
+                f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}",
+                file=sys.stderr,
+            )
             return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -71,13 +71,22 @@ class Reply:
     @classmethod
     def resource_text(cls, uri: str, text: str, mime_type: str = "text/plain") -> Reply:
         return cls(
-            content=[{"type": "resource", "resource": {"uri": uri, "text": text, "mimeType": mime_type}}]
+            content=[
+                {"type": "resource", "resource": {"uri": uri, "text": text, "mimeType": mime_type}}
+            ]
         )
 
     @classmethod
-    def resource_blob(cls, uri: str, blob_b64: str, mime_type: str = "application/octet-stream") -> Reply:
+    def resource_blob(
+        cls, uri: str, blob_b64: str, mime_type: str = "application/octet-stream"
+    ) -> Reply:
         return cls(
-            content=[{"type": "resource", "resource": {"uri": uri, "blob": blob_b64, "mimeType": mime_type}}]
+            content=[
+                {
+                    "type": "resource",
+                    "resource": {"uri": uri, "blob": blob_b64, "mimeType": mime_type},
+                }
+            ]
         )
 
     @classmethod
@@ -217,12 +226,16 @@ def _tools(value: Any, where: str) -> list[Tool]:
 def spec_from_dict(data: Any, where: str = "spec") -> ServerSpec:
     spec = _build(ServerSpec, data, where)
     if spec.response_mode not in ("sse", "json"):
-        raise SpecError(f"{where}.response_mode: must be 'sse' or 'json', not {spec.response_mode!r}")
+        raise SpecError(
+            f"{where}.response_mode: must be 'sse' or 'json', not {spec.response_mode!r}"
+        )
     if spec.page_size is not None and (not isinstance(spec.page_size, int) or spec.page_size < 1):
         raise SpecError(f"{where}.page_size: must be a positive integer")
     drop = spec.misbehaviour.drop_call
     if drop not in (None, "reset", "close", "stall"):
-        raise SpecError(f"{where}.misbehaviour.drop_call: must be reset, close or stall, not {drop!r}")
+        raise SpecError(
+            f"{where}.misbehaviour.drop_call: must be reset, close or stall, not {drop!r}"
+        )
     return spec
 
 

@@ -108,7 +108,9 @@ class _Loop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="reference-host", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="reference-host", daemon=True
+        )
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
@@ -210,7 +212,8 @@ class ReferenceSession:
             self.session.close()
             raise
         self.statuses = [
-            ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line) for s in lines
+            ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line)
+            for s in lines
         ]
         self.text = self.ui.take_text()
 
@@ -260,7 +263,12 @@ class ReferenceAdapter:
             call_timeout=30.0,
             project_config_files=[],
             can_cancel=True,
-            interactive_add=[sys.executable, "-m", "mcp_host_conformance.reference_client", *INTERACTIVE_ADD],
+            interactive_add=[
+                sys.executable,
+                "-m",
+                "mcp_host_conformance.reference_client",
+                *INTERACTIVE_ADD,
+            ],
         )
 
     def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:
@@ -268,7 +276,9 @@ class ReferenceAdapter:
         environ = host_environ(home, secrets)
         status = cli.main(argv, environ=environ, stdin=io.StringIO(""), stdout=out)
         if status != 0:
-            raise AdapterError(f"`{NAME} {argv[0]} {argv[1]}` failed (exit {status}): {out.getvalue().strip()}")
+            raise AdapterError(
+                f"`{NAME} {argv[0]} {argv[1]}` failed (exit {status}): {out.getvalue().strip()}"
+            )
         return out.getvalue()
 
     def add_server(self, home: Path, server: ServerConfig) -> Shown:
@@ -277,7 +287,9 @@ class ReferenceAdapter:
         return Shown(text, [ConfigStore(host_environ(home)).path])
 
     def remove_server(self, home: Path, name: str) -> Shown:
-        return Shown(self._cli(home, ["mcp", "remove", name]), [ConfigStore(host_environ(home)).path])
+        return Shown(
+            self._cli(home, ["mcp", "remove", name]), [ConfigStore(host_environ(home)).path]
+        )
 
     def list_servers(self, home: Path) -> Shown:
         return Shown(self._cli(home, ["mcp", "list"]))

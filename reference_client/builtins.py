@@ -23,7 +23,12 @@ READ_FILE_TOOL: dict[str, Any] = {
     "The path is relative to the working directory.",
     "parameters": {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "File path, relative to the working directory"}},
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "File path, relative to the working directory",
+            }
+        },
         "required": ["path"],
     },
     "strict": False,
@@ -48,12 +53,16 @@ def read_file(cwd: Path, arguments: Any) -> results.Outcome:
         return results.Outcome(results.FAILED, "read_file needs a string argument 'path'.")
     target = confined_path(cwd, path)
     if target is None:
-        return results.Outcome(results.FAILED, "read_file only reads files inside the working directory.")
+        return results.Outcome(
+            results.FAILED, "read_file only reads files inside the working directory."
+        )
     try:
         with open(target, "rb") as f:
             data = f.read(results.OUTPUT_LIMIT + 1)
     except OSError as exc:
-        return results.Outcome(results.FAILED, f"Cannot read {path}: {exc.strerror or type(exc).__name__}.")
+        return results.Outcome(
+            results.FAILED, f"Cannot read {path}: {exc.strerror or type(exc).__name__}."
+        )
     if len(data) > results.OUTPUT_LIMIT:
         keep = results.OUTPUT_LIMIT - len(results.TRUNCATION_MARKER.encode()) - 4
         text = data[:keep].decode("utf-8", "ignore")

@@ -36,11 +36,15 @@ class StatusLine:
 
 
 def connected_line(name: str, tools: int, destination: str) -> StatusLine:
-    return StatusLine(name, True, tools, destination, None, f"MCP server {name}: {tools} tools from {destination}")
+    return StatusLine(
+        name, True, tools, destination, None, f"MCP server {name}: {tools} tools from {destination}"
+    )
 
 
 def unavailable_line(name: str, destination: str, reason: str) -> StatusLine:
-    return StatusLine(name, False, None, destination, reason, f"MCP server {name} unavailable: {reason}")
+    return StatusLine(
+        name, False, None, destination, reason, f"MCP server {name} unavailable: {reason}"
+    )
 
 
 @dataclass
@@ -126,7 +130,9 @@ def offer(servers: Iterable[ConnectedServer], reserved: Sequence[str]) -> dict[s
     for s in servers:
         for tool in s.tools:
             exposed = names[(s.name, tool["name"])]
-            offered[exposed] = OfferedTool(exposed, s.name, tool, offering.function_tool(s.name, tool, exposed))
+            offered[exposed] = OfferedTool(
+                exposed, s.name, tool, offering.function_tool(s.name, tool, exposed)
+            )
     return offered
 
 
@@ -146,7 +152,9 @@ async def discover(
         try:
             transport = make_transport(server, environ=environ, ca_file=ca_file, cwd=cwd)
         except McpError as exc:  # e.g. an unreadable CA file
-            return unavailable_line(server.name, config.destination(server), redactor.redact(str(exc))), None
+            return unavailable_line(
+                server.name, config.destination(server), redactor.redact(str(exc))
+            ), None
         return await connect_server(server, transport, timeout=connect_timeout, redactor=redactor)
 
     results = await asyncio.gather(*(one(s) for s in servers))

@@ -54,7 +54,10 @@ class Host:
         self.session = session
         self.redactor = Redactor([*config.secrets_of(self.servers), model_key])
         self.model = ModelClient(
-            model_url, model_key, model=self.environ.get("OPENAI_MODEL", DEFAULT_MODEL), ca_file=ca_file
+            model_url,
+            model_key,
+            model=self.environ.get("OPENAI_MODEL", DEFAULT_MODEL),
+            ca_file=ca_file,
         )
         self.discovery = Discovery()
         self.conversation = Conversation(

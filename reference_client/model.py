@@ -41,7 +41,11 @@ def history_item(output: Any) -> dict[str, Any] | None:
         return None
     kind = output.get("type")
     if kind == "function_call":
-        call_id, name, arguments = output.get("call_id"), output.get("name"), output.get("arguments")
+        call_id, name, arguments = (
+            output.get("call_id"),
+            output.get("name"),
+            output.get("arguments"),
+        )
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
             raise ModelError("the model service sent a malformed function call")
         return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
@@ -50,7 +54,9 @@ def history_item(output: Any) -> dict[str, Any] | None:
         texts = [
             p["text"]
             for p in (parts if isinstance(parts, list) else [])
-            if isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str)
+            if isinstance(p, dict)
+            and p.get("type") == "output_text"
+            and isinstance(p.get("text"), str)
         ]
         content = [{"type": "output_text", "text": t} for t in texts]
         return {"type": "message", "role": "assistant", "content": content}
@@ -85,17 +91,26 @@ def error_message(response: httpx.Response) -> str:
     except (ValueError, KeyError, TypeError):
         message = ""
     message = message[:300]
-    return f"the model service answered HTTP {response.status_code}" + (f": {message}" if message else "")
+    return f"the model service answered HTTP {response.status_code}" + (
+        f": {message}" if message else ""
+    )
 
 
 class ModelClient:
     def __init__(
-        self, base_url: str, api_key: str, *, model: str = DEFAULT_MODEL, ca_file: Path | None = None
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        model: str = DEFAULT_MODEL,
+        ca_file: Path | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/responses"
         self.model = model
         self._key = api_key
-        transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
+        transport = httpx.AsyncHTTPTransport(
+            verify=ssl_context(ca_file), retries=0, trust_env=False
+        )
         self._client = httpx.AsyncClient(
             transport=transport,
             follow_redirects=False,

@@ -73,7 +73,9 @@ def check_tools_page(result: dict[str, Any]) -> tuple[list[dict[str, Any]], str 
         if not isinstance(tool.get("name"), str) or not tool["name"]:
             raise ProtocolError("tools/list returned a tool without a string name")
         if "description" in tool and not isinstance(tool["description"], str | None):
-            raise ProtocolError(f"tool {tool['name'][:64]!r} has a description that is not a string")
+            raise ProtocolError(
+                f"tool {tool['name'][:64]!r} has a description that is not a string"
+            )
     cursor = result.get("nextCursor")
     if cursor is not None and not isinstance(cursor, str):
         raise ProtocolError("tools/list returned a cursor that is not a string")
@@ -102,7 +104,9 @@ class RpcSession:
         )
         version = result.get("protocolVersion")
         if not isinstance(version, str) or version not in KNOWN_VERSIONS:
-            raise ProtocolError("the server answered initialize without a supported protocolVersion")
+            raise ProtocolError(
+                "the server answered initialize without a supported protocolVersion"
+            )
         if not isinstance(result.get("capabilities", {}), dict):
             raise ProtocolError("the server's capabilities are not a JSON object")
         info = result.get("serverInfo")

@@ -162,9 +162,13 @@ class Conversation:
                 else:
                     calls_made += 1
                     output = tool_output(await self._run(call, report))
-                self._record({"type": "function_call_output", "call_id": call["call_id"], "output": output})
+                self._record(
+                    {"type": "function_call_output", "call_id": call["call_id"], "output": output}
+                )
             if tool_choice == "none":
-                return report  # asked to finish and still calling: the outputs go in the next request
+                return (
+                    report  # asked to finish and still calling: the outputs go in the next request
+                )
             if calls_made >= MAX_CALLS_PER_TURN:
                 tool_choice = "none"
 
@@ -183,14 +187,21 @@ class Conversation:
         offered = self.discovery.offered.get(name)
         server = self.discovery.servers.get(offered.server) if offered else None
         if offered is None or server is None:
-            outcome = results.Outcome(results.FAILED, f"No tool named {name} is available; nothing was sent.")
+            outcome = results.Outcome(
+                results.FAILED, f"No tool named {name} is available; nothing was sent."
+            )
         elif not isinstance(arguments, dict):
             outcome = results.Outcome(
-                results.FAILED, "The arguments are not a JSON object; nothing was sent to the server."
+                results.FAILED,
+                "The arguments are not a JSON object; nothing was sent to the server.",
             )
         else:
             view = confirmation.confirmation(
-                offered.server, server.destination, offered.tool["name"], arguments, exposed_name=name
+                offered.server,
+                server.destination,
+                offered.tool["name"],
+                arguments,
+                exposed_name=name,
             )
             view = redacted_view(view, self.redactor)
             if await self._approve(offered, view, report):
@@ -206,12 +217,16 @@ class Conversation:
         self._show(f"Tool {shown_tool}{where}: {outcome.status}\n{outcome.output}")
         return outcome
 
-    async def _approve(self, offered: OfferedTool, view: ConfirmationView, report: TurnReport) -> bool:
+    async def _approve(
+        self, offered: OfferedTool, view: ConfirmationView, report: TurnReport
+    ) -> bool:
         """Show this call's own confirmation and wait for the answer (APR-1/2/3)."""
         report.confirmations.append(view)
         return confirmation.is_approved(await self.ui.approve(view))
 
-    async def _call(self, server: ConnectedServer, tool: str, arguments: dict[str, Any]) -> results.Outcome:
+    async def _call(
+        self, server: ConnectedServer, tool: str, arguments: dict[str, Any]
+    ) -> results.Outcome:
         """Send the call once and map what happens; never resend (RETRY-1)."""
         self._cancel = asyncio.Event()
         call = asyncio.ensure_future(server.session.call_tool(tool, arguments))

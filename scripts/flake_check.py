@@ -48,7 +48,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PR_SET_CHILD_SUBREAPER = 36
-SETTLE = 3.0  # seconds a process or socket gets to go away after the run ended (killed ones exit async)
+SETTLE = (
+    3.0  # seconds a process or socket gets to go away after the run ended (killed ones exit async)
+)
 KEPT_TEMP = ("pytest-of-",)  # pytest's basetemp, kept on purpose
 
 
@@ -91,7 +93,11 @@ def is_loopback_or_any(address: str) -> bool:
 
 
 def new_listeners(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
-    return {inode: addr for inode, addr in after.items() if inode not in before and is_loopback_or_any(addr)}
+    return {
+        inode: addr
+        for inode, addr in after.items()
+        if inode not in before and is_loopback_or_any(addr)
+    }
 
 
 def leftover_entries(names: Iterable[str]) -> list[str]:
@@ -106,7 +112,9 @@ def _proc_stat(pid: int) -> tuple[str, int, str] | None:
     """(state, ppid, command line) of a process, or None if it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        cmdline = (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:
         return None
     # comm may contain spaces or parentheses: the fields after the last ")" are fixed.
@@ -209,9 +217,23 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
     private = Path(tempfile.mkdtemp(prefix=f"flake-check-{number}-"))
     report = Path(tempfile.mkdtemp(prefix="flake-check-report-")) / "report.json"
     command = [
-        sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance", "-q", "-p", "xdist", "-n",
-        str(args.workers), "-p", "randomly", f"--randomly-seed={run.seed}",
-        "--report-json", str(report), "-p", "no:cacheprovider",
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "mcp_host_conformance.conformance",
+        "-q",
+        "-p",
+        "xdist",
+        "-n",
+        str(args.workers),
+        "-p",
+        "randomly",
+        f"--randomly-seed={run.seed}",
+        "--report-json",
+        str(report),
+        "-p",
+        "no:cacheprovider",
     ]
     if args.client:
         command += ["--client", args.client]
@@ -220,8 +242,13 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
     listeners_before = _listeners_now()
     started = time.monotonic()
     child = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, text=True,
+        command,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
     )
     try:
         output, _ = child.communicate(timeout=args.run_timeout)
@@ -325,13 +352,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2, help="xdist processes (default 2)")
     parser.add_argument("--client", help="client under test (default: the reference client)")
-    parser.add_argument("--run-timeout", type=float, default=600.0, help="bound on one run, seconds")
+    parser.add_argument(
+        "--run-timeout", type=float, default=600.0, help="bound on one run, seconds"
+    )
     args = parser.parse_args(argv)
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print("flake_check: cannot become a child subreaper; leftover processes may be missed", file=sys.stderr)
-    print(f"flake check: {args.runs} runs of the conformance suite, -n {args.workers}, random order")
+        print(
+            "flake_check: cannot become a child subreaper; leftover processes may be missed",
+            file=sys.stderr,
+        )
+    print(
+        f"flake check: {args.runs} runs of the conformance suite, -n {args.workers}, random order"
+    )
     runs = []
     for number in range(1, args.runs + 1):
         runs.append(run_once(number, args, extra))

@@ -33,7 +33,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MODULES = ("naming", "limits", "offering", "confirmation", "results", "redaction")
-KILLED = ("killed", "timeout")  # a mutant that hangs the suite is caught (the harness bounds every call)
+KILLED = (
+    "killed",
+    "timeout",
+)  # a mutant that hangs the suite is caught (the harness bounds every call)
 
 
 def parse_results(text: str) -> dict[str, str]:
@@ -53,7 +56,10 @@ def module_of(mutant: str) -> str:
 
 def score_table(statuses: dict[str, str], modules: Iterable[str]) -> tuple[str, float]:
     """A Markdown table per module and the overall score (killed + timeout over the mutants tested)."""
-    rows = ["| module | mutants | killed | timeout | survived | other | score |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| module | mutants | killed | timeout | survived | other | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
     total = Counter()
     for module in modules:
         counts = Counter(s for m, s in statuses.items() if module_of(m) == module)
@@ -77,15 +83,23 @@ def _row(name: str, counts: Counter) -> str:
 
 
 def _mutmut(*args: str, capture: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(["mutmut", *args], cwd=REPO, text=True, capture_output=capture, check=False)
+    return subprocess.run(
+        ["mutmut", *args], cwd=REPO, text=True, capture_output=capture, check=False
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
-    parser.add_argument("--max-children", type=int, default=2, help="mutants run in parallel (default 2)")
-    parser.add_argument("--report-only", action="store_true", help="do not run; report the last results")
-    parser.add_argument("--survivors", metavar="FILE", help="write each surviving mutant's diff to FILE")
+    parser.add_argument(
+        "--max-children", type=int, default=2, help="mutants run in parallel (default 2)"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="do not run; report the last results"
+    )
+    parser.add_argument(
+        "--survivors", metavar="FILE", help="write each surviving mutant's diff to FILE"
+    )
     args = parser.parse_args(argv)
 
     if not args.report_only:
@@ -95,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mutation: mutmut run exited {run.returncode}", file=sys.stderr)
             return run.returncode
     listed = _mutmut("results", "--all", "true", capture=True)
-    statuses = {m: s for m, s in parse_results(listed.stdout).items() if module_of(m) in args.modules}
+    statuses = {
+        m: s for m, s in parse_results(listed.stdout).items() if module_of(m) in args.modules
+    }
     table, score = score_table(statuses, args.modules)
     print(table)
     survivors = sorted(m for m, s in statuses.items() if s == "survived")

@@ -36,7 +36,10 @@ def _cell(text: str) -> str:
 
 
 def table(found: Iterable[tuple[str, str, str, str]]) -> str:
-    lines = ["| broken client | target | fails (exactly) | what it does wrong |", "|---|---|---|---|"]
+    lines = [
+        "| broken client | target | fails (exactly) | what it does wrong |",
+        "|---|---|---|---|",
+    ]
     for name, target, fails, description in found:
         lines.append(f"| `{name}` | {target} | {fails} | {_cell(description)} |")
     return "\n".join(lines) + "\n"

@@ -16,18 +16,18 @@ from pathlib import Path
 
 ONE_CASE = "test_adding_a_server_does_not_connect"
 
-POISON = '''
+POISON = """
 MINE = "{name}"
 def __getattr__(attr):
     raise ImportError("the project's own {name} package was imported for " + attr)
-'''
+"""
 
-OWN_TEST = '''
+OWN_TEST = """
 import mocks
 
 def test_my_own_mocks_are_mine():
     assert mocks.MINE == "mocks"
-'''
+"""
 
 
 def _project(tmp_path: Path) -> Path:
@@ -48,9 +48,24 @@ def _env(project: Path) -> dict[str, str]:
 def test_the_run_command_works_from_a_project_with_same_named_packages(tmp_path):
     project = _project(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_host_conformance.harness.cli", "run", "--",
-         "-k", ONE_CASE, "-p", "no:randomly", "-p", "no:cacheprovider"],
-        cwd=project, env=_env(project), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "mcp_host_conformance.harness.cli",
+            "run",
+            "--",
+            "-k",
+            ONE_CASE,
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=project,
+        env=_env(project),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -61,10 +76,26 @@ def test_the_run_command_works_from_a_project_with_same_named_packages(tmp_path)
 def test_pytest_runs_our_cases_beside_the_projects_own_tests(tmp_path):
     project = _project(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "--pyargs", "mcp_host_conformance.conformance",
-         "-k", f"{ONE_CASE} or test_my_own_mocks_are_mine", "-p", "no:randomly",
-         "-p", "no:cacheprovider", "-q"],
-        cwd=project, env=_env(project), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests",
+            "--pyargs",
+            "mcp_host_conformance.conformance",
+            "-k",
+            f"{ONE_CASE} or test_my_own_mocks_are_mine",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+        ],
+        cwd=project,
+        env=_env(project),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output

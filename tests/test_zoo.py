@@ -58,7 +58,11 @@ def core_ids() -> list[str]:
 
 
 def test_every_core_requirement_has_a_broken_client():
-    uncovered = [rid for rid in core_ids() if rid not in UNOBSERVABLE and not mcp_host_conformance.zoo.broken_clients_for(rid)]
+    uncovered = [
+        rid
+        for rid in core_ids()
+        if rid not in UNOBSERVABLE and not mcp_host_conformance.zoo.broken_clients_for(rid)
+    ]
     assert not uncovered, f"core requirements without a broken client: {uncovered}"
 
 
@@ -70,7 +74,9 @@ def test_broken_clients_are_well_formed():
         assert not unknown, f"{name}: unknown requirement IDs {unknown}"
         assert client.target in client.fails
         assert client.seams, f"{name}: patches nothing"
-        assert resolve_client(name) is client, f"{name}: not found by --client through the zoo entry point"
+        assert resolve_client(name) is client, (
+            f"{name}: not found by --client through the zoo entry point"
+        )
 
 
 # ---- the suite against each client (slow: one whole suite run each) ------------------------
@@ -85,7 +91,9 @@ class Run:
 
     def failed_ids(self) -> set[str]:
         assert self.report is not None
-        return {rid for rid, entry in self.report["requirements"].items() if entry["outcome"] in FAILING}
+        return {
+            rid for rid, entry in self.report["requirements"].items() if entry["outcome"] in FAILING
+        }
 
     def cases_failing(self, rid: str) -> list[str]:
         assert self.report is not None
@@ -103,7 +111,11 @@ class Run:
 
 def _clean_env() -> dict[str, str]:
     # The inner run must not believe it is an xdist worker or inherit this run's options.
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT"))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT"))
+    }
 
 
 def run_suite(name: str, workdir: Path) -> Run:
@@ -120,7 +132,9 @@ def run_suite(name: str, workdir: Path) -> Run:
         )
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return Run(name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{out[-4000:]}")
+        return Run(
+            name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{out[-4000:]}"
+        )
     loaded = json.loads(report.read_text()) if report.exists() else None
     return Run(name, done.returncode, loaded, (done.stdout + done.stderr)[-6000:])
 
@@ -130,7 +144,9 @@ class Runs:
 
     def __init__(self, names: list[str], root: Path) -> None:
         self.pool = ThreadPoolExecutor(max_workers=max(1, JOBS), thread_name_prefix="zoo")
-        self.futures: dict[str, Future[Run]] = {n: self.pool.submit(run_suite, n, root / n) for n in names}
+        self.futures: dict[str, Future[Run]] = {
+            n: self.pool.submit(run_suite, n, root / n) for n in names
+        }
 
     def get(self, name: str) -> Run:
         return self.futures[name].result()
@@ -149,7 +165,8 @@ def suite_runs(request, tmp_path_factory):
     selected = [
         item.callspec.params["name"]
         for item in request.session.items
-        if getattr(item, "originalname", None) == "test_suite_fails_exactly" and hasattr(item, "callspec")
+        if getattr(item, "originalname", None) == "test_suite_fails_exactly"
+        and hasattr(item, "callspec")
     ]
     runs = Runs(selected, tmp_path_factory.mktemp("zoo"))
     yield runs
@@ -169,9 +186,13 @@ def test_suite_fails_exactly(name, suite_runs):
     if failed != expected:
         lines = [f"{name}: the suite's failed requirements differ from the expected set"]
         for rid in sorted(expected - failed):
-            lines.append(f"  missing {rid}: expected to fail, was {run.outcome(rid)} (the case no longer catches this client)")
+            lines.append(
+                f"  missing {rid}: expected to fail, was {run.outcome(rid)} (the case no longer catches this client)"
+            )
         for rid in sorted(failed - expected):
             lines.append(f"  unexpected {rid}: failed")
             lines += run.cases_failing(rid)
         pytest.fail("\n".join(lines), pytrace=False)
-    assert (run.returncode == 0) == (not expected), f"{name}: exit status {run.returncode}\n{run.output[-2000:]}"
+    assert (run.returncode == 0) == (not expected), (
+        f"{name}: exit status {run.returncode}\n{run.output[-2000:]}"
+    )

@@ -43,7 +43,9 @@ BOUND = 300.0  # seconds: the adapter's own wait on the host's loop, above the h
 class _Loop:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="sdk-python-host", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="sdk-python-host", daemon=True
+        )
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -66,8 +68,15 @@ class Session:
         self._loop = _Loop()
 
         async def make() -> tuple[Host, list]:
-            host = Host(options.home, options.cwd, options.model_url, options.model_key,
-                        options.connect_timeout, options.call_timeout, options.ca_file)
+            host = Host(
+                options.home,
+                options.cwd,
+                options.model_url,
+                options.model_key,
+                options.connect_timeout,
+                options.call_timeout,
+                options.ca_file,
+            )
             return host, await host.start()
 
         try:
@@ -75,8 +84,10 @@ class Session:
         except BaseException:
             self._loop.stop()
             raise
-        self.statuses = [ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line)
-                         for s in statuses]
+        self.statuses = [
+            ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line)
+            for s in statuses
+        ]
         self.text = "\n".join(s.line for s in statuses)
         self._stopped: Stopped | None = None
 
@@ -120,10 +131,18 @@ class Adapter:
     def add_server(self, home: Path, server: ServerConfig) -> Shown:
         servers = config.load(home)
         if isinstance(server, HttpServer):
-            servers[server.name] = {"type": "http", "url": server.url, "headers": dict(server.headers)}
+            servers[server.name] = {
+                "type": "http",
+                "url": server.url,
+                "headers": dict(server.headers),
+            }
         else:
-            servers[server.name] = {"type": "stdio", "command": server.command, "args": list(server.args),
-                                    "env": dict(server.env)}
+            servers[server.name] = {
+                "type": "stdio",
+                "command": server.command,
+                "args": list(server.args),
+                "env": dict(server.env),
+            }
         path = config.save(home, servers)
         return Shown(f"added {server.name}", [path])
 

@@ -87,8 +87,15 @@ def _http_client(headers: dict[str, str], ca_file: Path | None) -> httpx2.AsyncC
 class Server:
     """One configured server, connected by its own task."""
 
-    def __init__(self, name: str, spec: dict[str, Any], connect_timeout: float, call_timeout: float,
-                 ca_file: Path | None, cwd: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: dict[str, Any],
+        connect_timeout: float,
+        call_timeout: float,
+        ca_file: Path | None,
+        cwd: Path,
+    ) -> None:
         self.name = name
         self.spec = spec
         self.destination = config.destination(spec)
@@ -98,15 +105,23 @@ class Server:
         self.cwd = cwd
         self.tools: list[types.Tool] = []
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.calls: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[Any]] | None] = asyncio.Queue()
+        self.calls: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[Any]] | None] = (
+            asyncio.Queue()
+        )
         self.task = asyncio.create_task(self._run(), name=f"mcp-{name}")
 
     async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         if self.spec["type"] == "http":
-            client = await stack.enter_async_context(_http_client(self.spec.get("headers", {}), self.ca_file))
-            return await stack.enter_async_context(streamable_http_client(self.spec["url"], http_client=client))
+            client = await stack.enter_async_context(
+                _http_client(self.spec.get("headers", {}), self.ca_file)
+            )
+            return await stack.enter_async_context(
+                streamable_http_client(self.spec["url"], http_client=client)
+            )
         params = StdioServerParameters(
-            command=self.spec["command"], args=self.spec.get("args", []), env=self.spec.get("env") or None,
+            command=self.spec["command"],
+            args=self.spec.get("args", []),
+            env=self.spec.get("env") or None,
             cwd=self.cwd,
         )
         return await stack.enter_async_context(stdio_client(params))
@@ -132,14 +147,18 @@ class Server:
                 while (request := await self.calls.get()) is not None:
                     tool, arguments, waiting = request
                     try:
-                        result = await session.call_tool(tool, arguments, read_timeout_seconds=self.call_timeout)
+                        result = await session.call_tool(
+                            tool, arguments, read_timeout_seconds=self.call_timeout
+                        )
                     except Exception as exc:
                         waiting.set_exception(exc)
                     else:
                         waiting.set_result(result)
                     waiting = None
         except BaseException as exc:
-            error = exc if isinstance(exc, Exception) else RuntimeError("the connection was cancelled")
+            error = (
+                exc if isinstance(exc, Exception) else RuntimeError("the connection was cancelled")
+            )
             for future in (self.ready, waiting):
                 if future is not None and not future.done():
                     future.set_exception(error)
@@ -174,15 +193,26 @@ def _reason(exc: BaseException) -> str:
 
 def result_text(result: types.CallToolResult) -> str:
     """The naive mapping: text blocks as text, every other block as its JSON."""
-    parts = [b.text if isinstance(b, types.TextContent) else b.model_dump_json(by_alias=True) for b in result.content]
+    parts = [
+        b.text if isinstance(b, types.TextContent) else b.model_dump_json(by_alias=True)
+        for b in result.content
+    ]
     return "\n".join(parts)
 
 
 class Host:
     """The running host: connected servers, the tools offered, the conversation."""
 
-    def __init__(self, home: Path, cwd: Path, model_url: str, model_key: str,
-                 connect_timeout: float = 10.0, call_timeout: float = 30.0, ca_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        cwd: Path,
+        model_url: str,
+        model_key: str,
+        connect_timeout: float = 10.0,
+        call_timeout: float = 30.0,
+        ca_file: Path | None = None,
+    ) -> None:
         self.home = home
         self.cwd = cwd
         self.model_url = model_url.rstrip("/") + "/responses"
@@ -198,20 +228,38 @@ class Host:
     async def start(self) -> list[Status]:
         servers = config.load(self.home)
         for name, spec in servers.items():
-            self.servers[name] = Server(name, spec, self.connect_timeout, self.call_timeout, self.ca_file, self.cwd)
+            self.servers[name] = Server(
+                name, spec, self.connect_timeout, self.call_timeout, self.ca_file, self.cwd
+            )
         statuses = []
         for name, server in self.servers.items():
             try:
                 await server.ready
             except Exception as exc:
                 reason = _reason(exc)
-                statuses.append(Status(name, False, None, server.destination, reason,
-                                       f"MCP server {name} unavailable: {reason}"))
+                statuses.append(
+                    Status(
+                        name,
+                        False,
+                        None,
+                        server.destination,
+                        reason,
+                        f"MCP server {name} unavailable: {reason}",
+                    )
+                )
                 continue
             for tool in server.tools:
                 self.offered[f"mcp_{name}_{tool.name}"] = (server, tool)
-            statuses.append(Status(name, True, len(server.tools), server.destination, None,
-                                   f"MCP server {name}: {len(server.tools)} tools from {server.destination}"))
+            statuses.append(
+                Status(
+                    name,
+                    True,
+                    len(server.tools),
+                    server.destination,
+                    None,
+                    f"MCP server {name}: {len(server.tools)} tools from {server.destination}",
+                )
+            )
         return statuses
 
     def functions(self) -> list[dict[str, Any]]:
@@ -248,7 +296,9 @@ class Host:
             for item in reply.get("output", []):
                 if item.get("type") == "function_call":
                     calls.append(item)
-                    self.history.append({k: item[k] for k in ("type", "call_id", "name", "arguments")})
+                    self.history.append(
+                        {k: item[k] for k in ("type", "call_id", "name", "arguments")}
+                    )
                 elif item.get("type") == "message":
                     text = "".join(p.get("text", "") for p in item.get("content", []))
                     self.history.append({"role": "assistant", "content": text})
@@ -261,21 +311,35 @@ class Host:
                 turn.calls.append(outcome)
                 turn.lines.append(f"{outcome.tool}: {outcome.status}\n{outcome.output}")
                 self.history.append(
-                    {"type": "function_call_output", "call_id": item["call_id"], "output": outcome.output}
+                    {
+                        "type": "function_call_output",
+                        "call_id": item["call_id"],
+                        "output": outcome.output,
+                    }
                 )
         return turn
 
-    async def _call(self, item: dict[str, Any], approve: ApprovalPrompt, turn: TurnOutcome) -> CallOutcome:
+    async def _call(
+        self, item: dict[str, Any], approve: ApprovalPrompt, turn: TurnOutcome
+    ) -> CallOutcome:
         exposed = item["name"]
         if exposed not in self.offered:
             return CallOutcome(exposed, "failed", f"unknown tool {exposed}")
         server, tool = self.offered[exposed]
         arguments = json.loads(item["arguments"] or "{}")
         shown = json.dumps(arguments, indent=2)
-        text = (f"Server: {server.name}\nDestination: {server.destination}\nTool: {tool.name}\n"
-                f"Arguments:\n{shown}\nAllow? [y/N] ")
-        confirmation = {"server": server.name, "destination": server.destination, "tool": tool.name,
-                        "arguments": shown, "warning": "", "text": text}
+        text = (
+            f"Server: {server.name}\nDestination: {server.destination}\nTool: {tool.name}\n"
+            f"Arguments:\n{shown}\nAllow? [y/N] "
+        )
+        confirmation = {
+            "server": server.name,
+            "destination": server.destination,
+            "tool": tool.name,
+            "arguments": shown,
+            "warning": "",
+            "text": text,
+        }
         turn.confirmations.append(confirmation)
         answer = await approve(confirmation)
         turn.lines.append(text + answer)
@@ -285,7 +349,9 @@ class Host:
             result = await server.call(tool.name, arguments)
         except Exception as exc:
             return CallOutcome(exposed, "failed", _reason(exc))
-        return CallOutcome(exposed, "failed" if result.is_error else "completed", result_text(result))
+        return CallOutcome(
+            exposed, "failed" if result.is_error else "completed", result_text(result)
+        )
 
     async def close(self) -> None:
         await asyncio.gather(*(server.close() for server in self.servers.values()))

@@ -113,7 +113,9 @@ def parse_json(data: bytes | str, what: str = "message") -> Any:
     except RecursionError:
         raise ProtocolError(f"the server sent a {what} nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, huge ints, NaN
-        raise ProtocolError(f"the server sent a {what} that is not valid JSON ({_short(exc)})") from None
+        raise ProtocolError(
+            f"the server sent a {what} that is not valid JSON ({_short(exc)})"
+        ) from None
     problem = _hostile_part(value)
     if problem:
         raise ProtocolError(f"the server sent a {what} {problem}")

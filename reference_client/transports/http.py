@@ -137,7 +137,9 @@ class HttpTransport:
         try:
             if self._session_id is not None:
                 try:
-                    await client.delete(self.url, headers=self._request_headers(), timeout=CLOSE_TIMEOUT)
+                    await client.delete(
+                        self.url, headers=self._request_headers(), timeout=CLOSE_TIMEOUT
+                    )
                 except (httpx.HTTPError, OSError):
                     pass  # the server may be gone already; ending the session is a courtesy
         finally:
@@ -164,9 +166,13 @@ class HttpTransport:
                     if found is not None:
                         return found
                 raise TransportError("the event stream ended without a response")
-            raise ProtocolError(f"the server answered with an unexpected content type {kind[:60]!r}")
+            raise ProtocolError(
+                f"the server answered with an unexpected content type {kind[:60]!r}"
+            )
         except httpx.HTTPError as exc:
-            raise TransportError(f"connection lost while reading the response ({type(exc).__name__})") from None
+            raise TransportError(
+                f"connection lost while reading the response ({type(exc).__name__})"
+            ) from None
         finally:
             await response.aclose()
 
@@ -180,7 +186,9 @@ class HttpTransport:
     # ---- internals --------------------------------------------------------------------
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
-        headers.update({"accept": ACCEPT, "content-type": "application/json", "accept-encoding": "identity"})
+        headers.update(
+            {"accept": ACCEPT, "content-type": "application/json", "accept-encoding": "identity"}
+        )
         if self._session_id is not None:
             headers["mcp-session-id"] = self._session_id
         if self._protocol_version is not None:
@@ -197,7 +205,9 @@ class HttpTransport:
             return await self._client.send(request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             host = urlsplit(self.url).netloc
-            raise TransportError(f"cannot connect to {host}: {_reason(exc)}", maybe_acted=False) from None
+            raise TransportError(
+                f"cannot connect to {host}: {_reason(exc)}", maybe_acted=False
+            ) from None
         except (httpx.HTTPError, OSError) as exc:
             raise TransportError(f"connection lost ({type(exc).__name__})") from None
 

@@ -37,7 +37,9 @@ INHERITED = ("PATH", "HOME", "LANG")  # STDIO-2: the only variables taken from t
 TERM_GRACE = 0.5  # seconds between SIGTERM and SIGKILL
 
 
-def child_environment(host_environ: Mapping[str, str], configured: Mapping[str, str]) -> dict[str, str]:
+def child_environment(
+    host_environ: Mapping[str, str], configured: Mapping[str, str]
+) -> dict[str, str]:
     """PATH, HOME, LANG from the host (when set) plus the server's own variables (pure)."""
     env = {name: host_environ[name] for name in INHERITED if name in host_environ}
     env.update(configured)
@@ -91,10 +93,13 @@ class StdioTransport:
         except FileNotFoundError:
             raise TransportError(f"command not found: {self.command}", maybe_acted=False) from None
         except PermissionError:
-            raise TransportError(f"command not executable: {self.command}", maybe_acted=False) from None
+            raise TransportError(
+                f"command not executable: {self.command}", maybe_acted=False
+            ) from None
         except OSError as exc:
             raise TransportError(
-                f"cannot start {self.command}: {exc.strerror or type(exc).__name__}", maybe_acted=False
+                f"cannot start {self.command}: {exc.strerror or type(exc).__name__}",
+                maybe_acted=False,
             ) from None
 
     def set_protocol_version(self, version: str) -> None:

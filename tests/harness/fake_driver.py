@@ -27,7 +27,9 @@ class FakeSession:
     def __init__(self, options: StartOptions, servers: dict) -> None:
         self.options = options
         self.statuses = [
-            ServerStatus(name=name, connected=True, tools=1, destination=dest, line=f"{name}: 1 tool")
+            ServerStatus(
+                name=name, connected=True, tools=1, destination=dest, line=f"{name}: 1 tool"
+            )
             for name, dest in servers.items()
         ]
         self.text = f"model at {options.model_url}; cwd {options.cwd}; env {sorted(options.env)}"
@@ -46,8 +48,12 @@ class FakeSession:
                 calls=[CallResult(tool="mcp_a_slow", status="unknown", output="cancelled")],
             )
         confirmation = Confirmation(
-            server="a", destination="http://127.0.0.1:1/mcp", tool="echo",
-            arguments='{\n  "x": 1\n}', warning="goes to a", text="Server: a ...",
+            server="a",
+            destination="http://127.0.0.1:1/mcp",
+            tool="echo",
+            arguments='{\n  "x": 1\n}',
+            warning="goes to a",
+            text="Server: a ...",
         )
         answer = approve(confirmation)
         accepted = acknowledge("the call may have run")
@@ -65,13 +71,17 @@ class FakeSession:
         self.cancelled.set()
 
     def stop(self):
-        return Stopped(session_id="sess-1", session_files=[self.options.home / "s.json"], text="bye")
+        return Stopped(
+            session_id="sess-1", session_files=[self.options.home / "s.json"], text="bye"
+        )
 
 
 class FakeAdapter:
     def describe(self):
         print("a host that prints to stdout must not break the protocol")
-        return Description(name="fake", version="1.2", profiles=frozenset({"pinning"}), can_cancel=True)
+        return Description(
+            name="fake", version="1.2", profiles=frozenset({"pinning"}), can_cancel=True
+        )
 
     def _config(self, home: Path) -> Path:
         return home / "fake.json"
@@ -85,7 +95,9 @@ class FakeAdapter:
         dest = server.url if isinstance(server, HttpServer) else server.command
         servers[server.name] = dest
         self._config(home).write_text(json.dumps(servers))
-        return Shown(text=f"added {type(server).__name__} {server.name}", paths=[self._config(home)])
+        return Shown(
+            text=f"added {type(server).__name__} {server.name}", paths=[self._config(home)]
+        )
 
     def remove_server(self, home, name):
         servers = self._load(home)

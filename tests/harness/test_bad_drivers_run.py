@@ -40,12 +40,31 @@ time.sleep(3600)
 def run_suite(driver: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
     report = tmp_path / "report.json"
     argv = [
-        sys.executable, "-m", "mcp_host_conformance.harness.cli", "run", "--client-cmd", driver, "--report-json", str(report),
-        "--", "-k", ONE_CASE, "-p", "no:randomly", "-p", "no:cacheprovider", "--timeout-scale", "0.1",
+        sys.executable,
+        "-m",
+        "mcp_host_conformance.harness.cli",
+        "run",
+        "--client-cmd",
+        driver,
+        "--report-json",
+        str(report),
+        "--",
+        "-k",
+        ONE_CASE,
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--timeout-scale",
+        "0.1",
     ]
     started = time.monotonic()
     done = subprocess.run(
-        argv, cwd=tmp_path, capture_output=True, text=True, timeout=RUN_BOUND,
+        argv,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_BOUND,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     return done, time.monotonic() - started
@@ -76,7 +95,9 @@ def test_a_driver_that_hangs_fails_its_case_within_the_bound_and_is_killed(tmp_p
     pid_file = tmp_path / "driver.pid"
     script = tmp_path / "hangs.py"
     script.write_text(HANGS)
-    driver = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(pid_file))}"
+    driver = (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(pid_file))}"
+    )
     done, took = run_suite(driver, tmp_path)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output

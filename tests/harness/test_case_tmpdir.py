@@ -14,7 +14,9 @@ def test_the_environment_variable_wins(tmp_path: Path) -> None:
     assert fixtures.case_tmpdir({fixtures.TMPDIR_ENV: str(tmp_path)}) == str(tmp_path)
 
 
-def test_no_shm_falls_back_to_the_system_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_shm_falls_back_to_the_system_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(fixtures, "_SHM", tmp_path / "absent")
     assert fixtures.case_tmpdir({}) is None
 

@@ -29,27 +29,58 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
 
     monkeypatch.setattr(pytest, "main", fake_main)
     status = cli.main(
-        ["run", "--client-cmd", "go run ./driver", "--report-json", "r.json",
-         "--expected-failures", "known.txt", "--strict", "--run-slow", "-n", "2",
-         "--", "-k", "approval", "-x"]
+        [
+            "run",
+            "--client-cmd",
+            "go run ./driver",
+            "--report-json",
+            "r.json",
+            "--expected-failures",
+            "known.txt",
+            "--strict",
+            "--run-slow",
+            "-n",
+            "2",
+            "--",
+            "-k",
+            "approval",
+            "-x",
+        ]
     )
     assert status == 1
     assert seen["args"] == [
-        "--pyargs", "mcp_host_conformance.conformance", "--client-cmd", "go run ./driver", "--report-json", "r.json",
-        "--expected-failures", "known.txt", "--strict", "--run-slow", "-n", "2", "-k", "approval", "-x",
+        "--pyargs",
+        "mcp_host_conformance.conformance",
+        "--client-cmd",
+        "go run ./driver",
+        "--report-json",
+        "r.json",
+        "--expected-failures",
+        "known.txt",
+        "--strict",
+        "--run-slow",
+        "-n",
+        "2",
+        "-k",
+        "approval",
+        "-x",
     ]
 
 
 def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     seen = {}
-    monkeypatch.setattr(pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0)
+    monkeypatch.setattr(
+        pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
+    )
     assert cli.main(["run"]) == 0
     assert seen["args"] == ["--pyargs", "mcp_host_conformance.conformance"]
 
 
 def test_listing_marks_uncovered_ids_and_lists_cases(monkeypatch):
     monkeypatch.setattr(cli, "_zoo", lambda: {})
-    listing = cli.requirements_listing({"approval::test_a": ["APR-2", "APR-3"], "approval::test_b": ["APR-2"]})
+    listing = cli.requirements_listing(
+        {"approval::test_a": ["APR-2", "APR-3"], "approval::test_b": ["APR-2"]}
+    )
     by_id = {entry["id"]: entry for entry in listing}
     assert len(listing) == len(cli.REQUIREMENTS)
     assert by_id["APR-2"]["cases"] == ["approval::test_a", "approval::test_b"]
@@ -82,7 +113,10 @@ def test_broken_clients_come_from_the_zoos(monkeypatch):
     assert cli.broken_clients_for("APR-1") == ["leaks-header", "skips-approval"]
     assert cli.broken_clients_for("CFG-1") == []
     listing = cli.requirements_listing({"approval::test_a": ["APR-1"]})
-    assert "    fails against broken clients: leaks-header, skips-approval" in cli.render_requirements(listing)
+    assert (
+        "    fails against broken clients: leaks-header, skips-approval"
+        in cli.render_requirements(listing)
+    )
 
 
 def test_installed_zoo_names_a_broken_client_for_every_covered_core_id():

@@ -44,8 +44,13 @@ def driver():
 
 def options(tmp_path: Path) -> StartOptions:
     return StartOptions(
-        home=tmp_path, cwd=tmp_path / "project", model_url="http://127.0.0.1:9/v1",
-        model_key="k", connect_timeout=1.0, call_timeout=2.0, env={"X": "1"},
+        home=tmp_path,
+        cwd=tmp_path / "project",
+        model_url="http://127.0.0.1:9/v1",
+        model_key="k",
+        connect_timeout=1.0,
+        call_timeout=2.0,
+        env={"X": "1"},
     )
 
 
@@ -55,9 +60,14 @@ def test_every_operation_round_trips(driver, tmp_path):
     assert (description.name, description.version) == ("fake", "1.2")
     assert description.profiles == frozenset({"pinning"}) and description.can_cancel
 
-    shown = driver.add_server(tmp_path, HttpServer("a", "http://127.0.0.1:1/mcp", {"Authorization": "t"}))
+    shown = driver.add_server(
+        tmp_path, HttpServer("a", "http://127.0.0.1:1/mcp", {"Authorization": "t"})
+    )
     assert shown.text == "added HttpServer a" and shown.paths == [tmp_path / "fake.json"]
-    assert driver.add_server(tmp_path, StdioServer("b", "srv", ["x"], {"K": "v"})).text == "added StdioServer b"
+    assert (
+        driver.add_server(tmp_path, StdioServer("b", "srv", ["x"], {"K": "v"})).text
+        == "added StdioServer b"
+    )
     assert driver.list_servers(tmp_path).text == "a http://127.0.0.1:1/mcp\nb srv"
     assert driver.remove_server(tmp_path, "b").text == "removed b"
 
@@ -66,10 +76,16 @@ def test_every_operation_round_trips(driver, tmp_path):
     assert "model at http://127.0.0.1:9/v1" in session.text and "['X']" in session.text
 
     seen = []
-    turn = session.ask("hello", lambda c: seen.append(c) or "y", lambda prompt: seen.append(prompt) or True)
+    turn = session.ask(
+        "hello", lambda c: seen.append(c) or "y", lambda prompt: seen.append(prompt) or True
+    )
     assert seen[0].tool == "echo" and seen[0].arguments == '{\n  "x": 1\n}'
     assert seen[1] == "the call may have run"
-    assert turn.question_sent and turn.calls[0].status == "completed" and turn.calls[0].output == "hello"
+    assert (
+        turn.question_sent
+        and turn.calls[0].status == "completed"
+        and turn.calls[0].output == "hello"
+    )
     assert turn.confirmations[0].server == "a" and turn.answer == "answer='y' ack=True"
 
     turn = session.ask("again", lambda c: "", lambda prompt: False)
@@ -98,7 +114,9 @@ def test_cancel_while_ask_is_in_flight(driver, tmp_path):
 
 def test_a_host_error_is_an_adapter_error_and_the_driver_survives(driver, tmp_path):
     session = driver.start(options(tmp_path))
-    with pytest.raises(AdapterError, match="the driver's ask failed: RuntimeError: the host fell over"):
+    with pytest.raises(
+        AdapterError, match="the driver's ask failed: RuntimeError: the host fell over"
+    ):
         session.ask("crash", lambda c: "y", lambda p: True)
     assert driver.describe().name == "fake"
 
@@ -127,7 +145,9 @@ def test_a_hanging_call_fails_within_the_bound_and_the_next_call_respawns(driver
 # ---- broken drivers -----------------------------------------------------------------------------
 
 DIES = "import sys; sys.stdin.readline(); sys.exit(3)"
-GARBAGE = "import sys; sys.stdin.readline(); print('hello, I am not JSON', flush=True); sys.stdin.read()"
+GARBAGE = (
+    "import sys; sys.stdin.readline(); print('hello, I am not JSON', flush=True); sys.stdin.read()"
+)
 HANGS = "import sys; sys.stdin.read()"
 OLD = (
     "import sys, json; m = json.loads(sys.stdin.readline()); "
@@ -203,6 +223,9 @@ def test_interactive_add_travels_and_is_optional():
     assert decode(Description, encode(described)) == described
     # A driver written before the field existed: absent means the host has no such command.
     assert decode(Description, {"name": "h", "version": "1"}).interactive_add is None
-    assert decode(Description, {"name": "h", "version": "1", "interactive_add": None}).interactive_add is None
+    assert (
+        decode(Description, {"name": "h", "version": "1", "interactive_add": None}).interactive_add
+        is None
+    )
     with pytest.raises(WireError, match=r"Description.interactive_add\[1\]: expected str"):
         decode(Description, {"name": "h", "version": "1", "interactive_add": ["x", 2]})

@@ -10,7 +10,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 FAKE_CLIENT = textwrap.dedent(
-    '''
+    """
     import threading
     from mcp_host_conformance.harness.adapter import (CallResult, Confirmation, Description, ServerStatus, Shown,
                                  Stopped, Turn)
@@ -62,11 +62,11 @@ FAKE_CLIENT = textwrap.dedent(
 
         def start(self, options):
             return Session(options, list(self.servers))
-    '''
+    """
 )
 
 CONFTEST = textwrap.dedent(
-    '''
+    """
     import pytest
     from mcp_host_conformance.mocks.journal import Journal
 
@@ -82,7 +82,7 @@ CONFTEST = textwrap.dedent(
         stub = StubModel()
         case.mocks.append(stub)
         return stub
-    '''
+    """
 )
 
 
@@ -97,19 +97,29 @@ def sandbox(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _case(pytester: pytest.Pytester, body: str) -> None:
     (pytester.path / "conformance" / "test_case.py").write_text(
-        "import pytest\nfrom mcp_host_conformance.harness.outcomes import check\n\n" + textwrap.dedent(body)
+        "import pytest\nfrom mcp_host_conformance.harness.outcomes import check\n\n"
+        + textwrap.dedent(body)
     )
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_inprocess("--client", "fakeclient:FakeAdapter", "-p", "no:randomly", *args)
+    return pytester.runpytest_inprocess(
+        "--client", "fakeclient:FakeAdapter", "-p", "no:randomly", *args
+    )
 
 
 def test_options_are_registered_in_one_group(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess("--help")
     result.stdout.fnmatch_lines(["*MCP host conformance*"])
     text = result.stdout.str()
-    for option in ("--client", "--client-cmd", "--run-slow", "--report-json", "--expected-failures", "--strict"):
+    for option in (
+        "--client",
+        "--client-cmd",
+        "--run-slow",
+        "--report-json",
+        "--expected-failures",
+        "--strict",
+    ):
         assert option in text
 
 
@@ -165,7 +175,9 @@ def test_unknown_requirement_id_is_rejected(sandbox: pytest.Pytester) -> None:
 
 
 def test_slow_case_skipped_without_run_slow(sandbox: pytest.Pytester) -> None:
-    _case(sandbox, '@pytest.mark.requirements("DISC-3")\n@pytest.mark.slow\ndef test_x():\n    pass\n')
+    _case(
+        sandbox, '@pytest.mark.requirements("DISC-3")\n@pytest.mark.slow\ndef test_x():\n    pass\n'
+    )
     result = run(sandbox, "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*run with --run-slow*"])

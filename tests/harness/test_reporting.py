@@ -97,7 +97,11 @@ def test_must_failure_fails_the_run_and_everything_is_in_the_json(pytester):
     assert failed["duration"] >= 0
     assert report["summary"]["passed"] is False and report["summary"]["exit_status"] == 1
     assert report["summary"]["cases"] == {
-        "failed": 1, "info": 1, "not_applicable": 1, "passed": 1, "warning": 1,
+        "failed": 1,
+        "info": 1,
+        "not_applicable": 1,
+        "passed": 1,
+        "warning": 1,
     }
 
 
@@ -109,7 +113,9 @@ def test_terminal_summary_has_client_table_and_failures(pytester):
     result.stdout.re_match_lines([r"\s+APR\s+1\s+1\s+0\s+0\s+0\s+.*"])
     result.stdout.fnmatch_lines(["failures (MUST):", "  test_cases::test_must_fails  [[]APR-2[]]"])
     result.stdout.fnmatch_lines(["*expected: status denied", "*actual: status completed"])
-    result.stdout.fnmatch_lines(["warnings (SHOULD*", "  test_cases::test_should_fails  [[]RES-9[]]"])
+    result.stdout.fnmatch_lines(
+        ["warnings (SHOULD*", "  test_cases::test_should_fails  [[]RES-9[]]"]
+    )
     result.stdout.fnmatch_lines(["conformance run FAILED (exit status 1)"])
     assert result.parseoutcomes() == {"failed": 1, "passed": 2, "skipped": 1, "warned": 1}
 
@@ -168,7 +174,11 @@ def test_outcomes_travel_from_xdist_workers_to_the_controller(pytester):
     assert result.ret == 1
     report = load(report_path)
     assert report["summary"]["cases"] == {
-        "failed": 1, "info": 1, "not_applicable": 1, "passed": 1, "warning": 1,
+        "failed": 1,
+        "info": 1,
+        "not_applicable": 1,
+        "passed": 1,
+        "warning": 1,
     }
     assert report["requirements"]["RES-9"]["outcome"] == "warning"
 
@@ -212,7 +222,9 @@ def run_baseline(pytester, entries):
     (pytester.path / "baseline.txt").write_text(entries)
     report_path = pytester.path / "r.json"
     result = run(
-        pytester, "--expected-failures=baseline.txt", f"--report-json={report_path}",
+        pytester,
+        "--expected-failures=baseline.txt",
+        f"--report-json={report_path}",
         cases=BASELINE_CASES,
     )
     return result, load(report_path)
@@ -226,7 +238,8 @@ def test_baseline_listed_failure_passes(pytester):
     assert outcomes["test_cases::test_known_gap"] == "expected_failure"
     assert report["requirements"]["APR-2"]["outcome"] == "expected_failure"
     assert report["baseline"]["expected_failures"] == [
-        "test_cases::test_known_gap", "test_cases::test_new_gap",
+        "test_cases::test_known_gap",
+        "test_cases::test_new_gap",
     ]
 
 
@@ -273,7 +286,9 @@ def test_requirement_outcome_is_the_worst_of_its_cases():
 def test_rendered_summary_without_client_or_failures():
     report = build_report(
         [CaseResult("a::t1", "a.py::t1", ["APR-2"], "passed")],
-        client=None, strict=False, exit_status=0,
+        client=None,
+        strict=False,
+        exit_status=0,
     )
     lines = render_summary(report, [])
     assert lines[0].startswith("requirements by area")

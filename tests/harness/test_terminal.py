@@ -57,7 +57,9 @@ def test_the_child_has_the_pty_as_controlling_terminal(tmp_path):
 
 def test_a_silent_command_is_not_typed_into(tmp_path):
     began = time.monotonic()
-    result = run(tmp_path, python("import sys; sys.stdin.readline()"), prompt_bound=0.3, end_bound=0.2)
+    result = run(
+        tmp_path, python("import sys; sys.stdin.readline()"), prompt_bound=0.3, end_bound=0.2
+    )
     assert not result.prompted and not result.typed and result.status is None  # killed
     assert time.monotonic() - began < 5
 

@@ -33,7 +33,9 @@ def require_everything() -> None:
     if reason is None:
         return
     if os.environ.get(REQUIRED_VARIABLE) == "1":
-        pytest.fail(f"{REQUIRED_VARIABLE}=1 but the interop tests cannot run: {reason}", pytrace=False)
+        pytest.fail(
+            f"{REQUIRED_VARIABLE}=1 but the interop tests cannot run: {reason}", pytrace=False
+        )
     pytest.skip(reason)
 
 

@@ -114,7 +114,11 @@ def sse_or_json(body: bytes) -> list[dict[str, Any]]:
     if text.startswith(("{", "[")):
         value = json.loads(text)
         return value if isinstance(value, list) else [value]
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
 
 
 @dataclass
@@ -204,10 +208,14 @@ class EverythingHttp:
                 line = self._lines.get(timeout=START_TIMEOUT)
             except queue.Empty:
                 self.stop()
-                raise RuntimeError(f"server-everything did not listen within {START_TIMEOUT:g} s") from None
+                raise RuntimeError(
+                    f"server-everything did not listen within {START_TIMEOUT:g} s"
+                ) from None
             if line is None:
                 self.stop()
-                raise RuntimeError("server-everything exited before listening: " + "\n".join(self.stderr))
+                raise RuntimeError(
+                    "server-everything exited before listening: " + "\n".join(self.stderr)
+                )
             if line.startswith(LISTEN_LINE):
                 host, _, port = line[len(LISTEN_LINE) :].rpartition(":")
                 return host, int(port)
@@ -243,7 +251,9 @@ class JournalProxy:
             def _forward(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")
+                }
                 upstream = http.client.HTTPConnection(upstream_host, upstream_port, timeout=30)
                 try:
                     upstream.request(self.command, self.path, body=body, headers=headers)
@@ -262,8 +272,13 @@ class JournalProxy:
                     replies = []
                 with proxy._lock:
                     proxy.exchanges.append(
-                        Exchange(self.command, request if isinstance(request, list) else [request],
-                                 status, replies, data)
+                        Exchange(
+                            self.command,
+                            request if isinstance(request, list) else [request],
+                            status,
+                            replies,
+                            data,
+                        )
                     )
                 self.send_response(status)
                 for name, value in reply_headers:
@@ -319,8 +334,14 @@ def running_host(tmp_path: Path, model: MockResponses, target: Target) -> Iterat
     home.mkdir(exist_ok=True)
     cwd.mkdir(exist_ok=True)
     adapter.add_server(home, target.server)
-    options = StartOptions(home=home, cwd=cwd, model_url=model.url, model_key=model.api_key,
-                           connect_timeout=20.0, call_timeout=20.0)
+    options = StartOptions(
+        home=home,
+        cwd=cwd,
+        model_url=model.url,
+        model_key=model.api_key,
+        connect_timeout=20.0,
+        call_timeout=20.0,
+    )
     session = adapter.start(options)
     try:
         yield session

@@ -67,9 +67,15 @@ def test_discovery_status_line_counts_what_the_server_lists(
     assert {"echo", "get-tiny-image", "get-structured-content"} <= {t["name"] for t in listed}
 
 
-def test_an_approved_echo_is_completed(tmp_path: Path, model: MockResponses, target: Target) -> None:
-    model.script([Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "hello interop"}),
-                  Step.text("done")])
+def test_an_approved_echo_is_completed(
+    tmp_path: Path, model: MockResponses, target: Target
+) -> None:
+    model.script(
+        [
+            Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "hello interop"}),
+            Step.text("done"),
+        ]
+    )
     seen: list[Confirmation] = []
     with running_host(tmp_path, model, target) as session:
         turn = session.ask("echo please", lambda c: seen.append(c) or "y", no_ack)
@@ -87,10 +93,14 @@ def test_a_denied_call_never_reaches_the_server(
     # Evidence: the server-side record (tap / proxy) holds no tools/call for the denied
     # turn, and the approved call of a second turn in the same session does arrive, so the
     # record was live the whole time.
-    model.script([Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "denied-one"}),
-                  Step.text("not done"),
-                  Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "approved-one"}),
-                  Step.text("done")])
+    model.script(
+        [
+            Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "denied-one"}),
+            Step.text("not done"),
+            Step.call(server=SERVER_NAME, tool="echo", arguments={"message": "approved-one"}),
+            Step.text("done"),
+        ]
+    )
     with running_host(tmp_path, model, target) as session:
         denied = session.ask("first", lambda c: "n", no_ack)
         after_denied = tool_calls(target)
@@ -101,14 +111,18 @@ def test_a_denied_call_never_reaches_the_server(
     assert [c["params"]["arguments"]["message"] for c in after_approved] == ["approved-one"]
     assert [c.status for c in approved.calls] == ["completed"]
     outputs = outputs_sent_to_model(model)
-    assert outputs[0].startswith("Status: denied\n") and "Nothing was sent to the server" in outputs[0]
+    assert (
+        outputs[0].startswith("Status: denied\n") and "Nothing was sent to the server" in outputs[0]
+    )
     assert "denied-one" not in json.dumps(target.received())
 
 
 def test_the_tiny_image_is_omitted_and_never_reaches_the_model(
     tmp_path: Path, model: MockResponses, target: Target
 ) -> None:
-    model.script([Step.call(server=SERVER_NAME, tool="get-tiny-image", arguments={}), Step.text("seen")])
+    model.script(
+        [Step.call(server=SERVER_NAME, tool="get-tiny-image", arguments={}), Step.text("seen")]
+    )
     with running_host(tmp_path, model, target) as session:
         turn = session.ask("show me the image", approve, no_ack)
         [call] = tool_calls(target)
@@ -129,8 +143,14 @@ def test_the_tiny_image_is_omitted_and_never_reaches_the_model(
 
 
 def test_a_structured_content_result(tmp_path: Path, model: MockResponses, target: Target) -> None:
-    model.script([Step.call(server=SERVER_NAME, tool="get-structured-content", arguments={"location": "Chicago"}),
-                  Step.text("weather")])
+    model.script(
+        [
+            Step.call(
+                server=SERVER_NAME, tool="get-structured-content", arguments={"location": "Chicago"}
+            ),
+            Step.text("weather"),
+        ]
+    )
     with running_host(tmp_path, model, target) as session:
         turn = session.ask("weather in Chicago?", approve, no_ack)
         [call] = tool_calls(target)

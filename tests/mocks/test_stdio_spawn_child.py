@@ -46,7 +46,9 @@ def spawned(tmp_path):
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode() + b"\n")
     proc.stdin.flush()
     assert proc.stdout.readline()  # answered: the child was spawned before serving
-    (event,) = mock.journal.entries(kind="event", where=lambda e: e.extra.get("event") == "child-spawned")
+    (event,) = mock.journal.entries(
+        kind="event", where=lambda e: e.extra.get("event") == "child-spawned"
+    )
     child = event.extra["pid"]
     yield mock, proc, child
     for pid in (proc.pid, child):
@@ -61,7 +63,9 @@ def spawned(tmp_path):
 
 def test_child_is_in_the_servers_group(spawned):
     mock, proc, child = spawned
-    (event,) = mock.journal.entries(kind="event", where=lambda e: e.extra.get("event") == "child-spawned")
+    (event,) = mock.journal.entries(
+        kind="event", where=lambda e: e.extra.get("event") == "child-spawned"
+    )
     assert event.extra["pgid"] == proc.pid
     assert child in pids_in_group(proc.pid) and proc.pid in pids_in_group(proc.pid)
 

@@ -271,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--spec", type=Path, default=SPEC_FILE, help="the mock's spec file")
     parser.add_argument("--keep", type=Path, help="keep the framework's checks.json files here")
-    parser.add_argument("--verbose", action="store_true", help="print the CLI's output for every scenario")
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the CLI's output for every scenario"
+    )
     args = parser.parse_args(argv)
     scenarios = args.scenario or list(SCENARIOS)
     modes = ("sse", "json") if args.response_mode == "both" else (args.response_mode,)

@@ -52,7 +52,8 @@ def test_pins_must_match_what_is_installed() -> None:
     assert rc.pin_problem(pinned, dict(pinned)) is None
     assert "not installed" in (rc.pin_problem(pinned, {"node": "22.23.3"}) or "")
     assert "pins 0.1.16" in (
-        rc.pin_problem(pinned, {"node": "22.23.3", "@modelcontextprotocol/conformance": "0.1.15"}) or ""
+        rc.pin_problem(pinned, {"node": "22.23.3", "@modelcontextprotocol/conformance": "0.1.15"})
+        or ""
     )
 
 

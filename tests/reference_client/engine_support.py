@@ -83,7 +83,9 @@ class RawHttpServer:
             writer.close()
 
 
-def http_answer(status: int, body: bytes, content_type: str = "application/json", extra: str = "") -> bytes:
+def http_answer(
+    status: int, body: bytes, content_type: str = "application/json", extra: str = ""
+) -> bytes:
     return (
         f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n{extra}\r\n"
     ).encode() + body

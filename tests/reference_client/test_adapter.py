@@ -30,15 +30,27 @@ def options(tmp_path: Path, model: MockResponses, **kw) -> StartOptions:
     home, cwd = tmp_path / "home", tmp_path / "project"
     home.mkdir(exist_ok=True)
     cwd.mkdir(exist_ok=True)
-    return StartOptions(home=home, cwd=cwd, model_url=model.url, model_key=model.api_key,
-                        connect_timeout=1.0, call_timeout=1.0, **kw)
+    return StartOptions(
+        home=home,
+        cwd=cwd,
+        model_url=model.url,
+        model_key=model.api_key,
+        connect_timeout=1.0,
+        call_timeout=1.0,
+        **kw,
+    )
 
 
 def test_describe_and_protocol() -> None:
     adapter = ReferenceAdapter()
     assert isinstance(adapter, Adapter)
     d = adapter.describe()
-    assert (d.name, d.connect_timeout, d.call_timeout, d.can_cancel) == ("mcp-reference-host", 10.0, 30.0, True)
+    assert (d.name, d.connect_timeout, d.call_timeout, d.can_cancel) == (
+        "mcp-reference-host",
+        10.0,
+        30.0,
+        True,
+    )
     assert d.profiles == frozenset() and d.project_config_files == []
 
 
@@ -53,14 +65,18 @@ def test_add_list_remove_and_a_turn(tmp_path: Path) -> None:
     adapter = ReferenceAdapter()
     with HttpMock(ServerSpec(name="docs", tools=[Tool("query")])) as mock, MockResponses() as model:
         opts = options(tmp_path, model)
-        shown = adapter.add_server(opts.home, HttpServer("docs", mock.url, {"Authorization": SECRET}))
+        shown = adapter.add_server(
+            opts.home, HttpServer("docs", mock.url, {"Authorization": SECRET})
+        )
         assert mock.journal.is_empty()  # CFG-1
         [path] = shown.paths
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and SECRET not in shown.text
         assert "docs" in adapter.list_servers(opts.home).text
         assert SECRET not in adapter.list_servers(opts.home).text
 
-        model.script([Step.call(server="docs", tool="query", arguments={"q": 1}), Step.text("done")])
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={"q": 1}), Step.text("done")]
+        )
         session = adapter.start(opts)
         assert isinstance(session, ClientSession)
         try:
@@ -84,12 +100,20 @@ def test_add_list_remove_and_a_turn(tmp_path: Path) -> None:
 
 def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
     adapter = ReferenceAdapter()
-    stalling = ServerSpec(name="slow", tools=[Tool("wait")], misbehaviour=Misbehaviour(stall=["tools/call"]))
+    stalling = ServerSpec(
+        name="slow", tools=[Tool("wait")], misbehaviour=Misbehaviour(stall=["tools/call"])
+    )
     with HttpMock(stalling) as mock, MockResponses() as model:
         opts = options(tmp_path, model)
         opts.call_timeout = 10.0
         adapter.add_server(opts.home, HttpServer("slow", mock.url))
-        model.script([Step.call(server="slow", tool="wait", arguments={}), Step.text("ok"), Step.text("again")])
+        model.script(
+            [
+                Step.call(server="slow", tool="wait", arguments={}),
+                Step.text("ok"),
+                Step.text("again"),
+            ]
+        )
         session = adapter.start(opts)
         try:
             canceller = threading.Thread(
@@ -115,7 +139,11 @@ def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
         assert mock.journal.count("tools/call") == 1
         body = model.journal.entries(kind="http")[-1].extra["body"]
     assert turn.answer == "resumed"
-    assert [i["type"] for i in body["input"]][:3] == ["message", "function_call", "function_call_output"]
+    assert [i["type"] for i in body["input"]][:3] == [
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
 
 
 def test_stdio_server_through_the_adapter_is_reaped(tmp_path: Path) -> None:
@@ -123,7 +151,9 @@ def test_stdio_server_through_the_adapter_is_reaped(tmp_path: Path) -> None:
     with MockResponses() as model:
         opts = options(tmp_path, model)
         mock = StdioMock(ServerSpec(name="loc", tools=[Tool("echo")]), tmp_path / "work")
-        adapter.add_server(opts.home, StdioServer("loc", mock.command[0], mock.command[1:], {"TOKEN": SECRET}))
+        adapter.add_server(
+            opts.home, StdioServer("loc", mock.command[0], mock.command[1:], {"TOKEN": SECRET})
+        )
         session = adapter.start(opts)
         try:
             assert session.statuses[0].connected
@@ -147,10 +177,14 @@ def test_driver_command_serves_the_adapter(tmp_path: Path) -> None:
 
     from mcp_host_conformance.harness.driver import DriverAdapter
 
-    driver = DriverAdapter(f"{shlex.quote(sys.executable)} -m mcp_host_conformance.reference_client driver", timeout=20)
+    driver = DriverAdapter(
+        f"{shlex.quote(sys.executable)} -m mcp_host_conformance.reference_client driver", timeout=20
+    )
     try:
         assert driver.describe().name == "mcp-reference-host"
-        shown = driver.add_server(tmp_path, HttpServer("docs", "https://example.com/mcp", {"X-Key": SECRET}))
+        shown = driver.add_server(
+            tmp_path, HttpServer("docs", "https://example.com/mcp", {"X-Key": SECRET})
+        )
         assert SECRET not in shown.text and "docs" in driver.list_servers(tmp_path).text
     finally:
         driver.close()

@@ -144,7 +144,9 @@ def test_destination_and_secrets():
 
 
 def test_a_bearer_token_is_a_secret_of_its_own():
-    server = HttpServerConfig("docs", "https://docs.example/mcp", {"Authorization": "Bearer tok-123456789"})
+    server = HttpServerConfig(
+        "docs", "https://docs.example/mcp", {"Authorization": "Bearer tok-123456789"}
+    )
     assert secrets_of([server]) == ["Bearer tok-123456789", "tok-123456789"]
 
 

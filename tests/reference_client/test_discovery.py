@@ -23,7 +23,11 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 
 async def found(servers, timeout=1.0):
     result = await discover(
-        servers, environ=ENV, connect_timeout=timeout, redactor=Redactor([SECRET]), reserved=("read_file",)
+        servers,
+        environ=ENV,
+        connect_timeout=timeout,
+        redactor=Redactor([SECRET]),
+        reserved=("read_file",),
     )
     for server in result.servers.values():
         await server.session.close()
@@ -31,7 +35,10 @@ async def found(servers, timeout=1.0):
 
 
 def test_status_line_texts() -> None:
-    assert connected_line("docs", 3, "http://x/mcp").line == "MCP server docs: 3 tools from http://x/mcp"
+    assert (
+        connected_line("docs", 3, "http://x/mcp").line
+        == "MCP server docs: 3 tools from http://x/mcp"
+    )
     assert unavailable_line("docs", "d", "why").line == "MCP server docs unavailable: why"
 
 
@@ -48,7 +55,9 @@ def test_parallel_connect_and_timeouts() -> None:
         result = run(found(servers, timeout=0.6))
         elapsed = time.monotonic() - started
     assert elapsed < 0.6 + 2 * delay  # sequential would take 0.6 + 3 * delay
-    assert [s.connected for s in result.statuses] == [True, True, True, False], [s.line for s in result.statuses]
+    assert [s.connected for s in result.statuses] == [True, True, True, False], [
+        s.line for s in result.statuses
+    ]
     assert "no answer within 0.6 s" in result.statuses[3].reason
     assert result.statuses[3].line.startswith("MCP server hung unavailable: ")
 

@@ -20,7 +20,9 @@ def test_start_shows_status_lines_and_close_reaps(tmp_path: Path) -> None:
         host = Host(
             [
                 HttpServerConfig("web", mock.url, {"X-Key": "k-secret-1234"}),
-                StdioServerConfig("local", stdio.command[0], stdio.command[1:], {"T": "env-secret-99"}),
+                StdioServerConfig(
+                    "local", stdio.command[0], stdio.command[1:], {"T": "env-secret-99"}
+                ),
                 HttpServerConfig("off", "http://127.0.0.1:9/mcp"),
             ],
             model_url=model.url,

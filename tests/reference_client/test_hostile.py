@@ -23,7 +23,11 @@ from mcp_host_conformance.reference_client.transports import parse_json
 from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
 
 SECRET = "hostile-canary-Zx81"
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "h", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "h", "version": "1"},
+}
 TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
 
 
@@ -41,7 +45,11 @@ HOSTILE_BODIES: dict[str, bytes | str] = {
     "invalid-utf8": b'{"tools":[{"name":"t\xff\xfe","inputSchema":{"type":"object"}}]}',
     "lone-surrogate": '{"tools":[{"name":"t\\udc80","inputSchema":{"type":"object"}}]}',
     "deep-nesting": '{"tools":[{"name":"t","inputSchema":' + "[" * 50000 + "]" * 50000 + "}]}",
-    "nested-200": '{"tools":[{"name":"t","inputSchema":{"a":' + '{"a":' * 200 + "1" + "}" * 200 + "}}]}",
+    "nested-200": '{"tools":[{"name":"t","inputSchema":{"a":'
+    + '{"a":' * 200
+    + "1"
+    + "}" * 200
+    + "}}]}",
     "result-array": "[1,2,3]",
     "wrong-id": None,  # handled below
     "not-jsonrpc": None,
@@ -139,23 +147,42 @@ def test_parse_json_never_raises_anything_but_protocol_error() -> None:
     [
         (lambda id_: http_answer(200, b"{garbage"), "unknown"),
         (lambda id_: http_answer(200, envelope(id_, '{"content":"not a list"}')), "failed"),
-        (lambda id_: http_answer(200, envelope(id_, '{"content":[{"type":"text","text":1e999}]}')), "unknown"),
+        (
+            lambda id_: http_answer(
+                200, envelope(id_, '{"content":[{"type":"text","text":1e999}]}')
+            ),
+            "unknown",
+        ),
         (lambda id_: http_answer(200, envelope(id_, "[" * 5000 + "]" * 5000)), "unknown"),
-        (lambda id_: http_answer(200, f'{{"jsonrpc":"2.0","id":{id_},"error":"bad"}}'.encode()), "unknown"),
+        (
+            lambda id_: http_answer(200, f'{{"jsonrpc":"2.0","id":{id_},"error":"bad"}}'.encode()),
+            "unknown",
+        ),
         (lambda id_: http_answer(500, b"oops"), "unknown"),
         (lambda id_: http_answer(400, b"no"), "failed"),
-        (lambda id_: http_answer(200, envelope(id_, json.dumps({"content": [{"type": "text", "text": SECRET}]}))),
-         "completed"),
+        (
+            lambda id_: http_answer(
+                200, envelope(id_, json.dumps({"content": [{"type": "text", "text": SECRET}]}))
+            ),
+            "completed",
+        ),
     ],
 )
-def test_hostile_call_answers_give_failed_or_unknown(tmp_path: Path, call_body, expected: str) -> None:
+def test_hostile_call_answers_give_failed_or_unknown(
+    tmp_path: Path, call_body, expected: str
+) -> None:
     ui = ScriptedUI(approvals=["y"])
     with RawHttpServer(hostile({"tools/call": call_body})) as server, MockResponses() as model:
         model.script([Step.call(server="evil", tool="t", arguments={}), Step.text("fine")])
         host = Host(
             [HttpServerConfig("evil", server.url, {"Authorization": SECRET})],
-            model_url=model.url, model_key=model.api_key, environ={}, cwd=tmp_path, ui=ui,
-            connect_timeout=1.0, call_timeout=0.5,
+            model_url=model.url,
+            model_key=model.api_key,
+            environ={},
+            cwd=tmp_path,
+            ui=ui,
+            connect_timeout=1.0,
+            call_timeout=0.5,
         )
 
         async def go():
@@ -184,14 +211,16 @@ def test_hostile_stdio_server_lines(tmp_path: Path) -> None:
         "        r = {'protocolVersion': '2025-06-18', 'capabilities': {}, 'serverInfo': {'name': 'e', 'version': '1'}}\n"
         "        sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}) + '\\n')\n"
         "    else:\n"
-        "        sys.stdout.buffer.write(b'{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"\\xff\"}]}}\\n')\n"
+        '        sys.stdout.buffer.write(b\'{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"\\xff"}]}}\\n\')\n'
         "    sys.stdout.flush()\n"
     )
 
     async def go():
         result = await discover(
             [StdioServerConfig("evil", sys.executable, [str(script)], {"TOKEN": SECRET})],
-            environ={"PATH": "/usr/bin:/bin"}, connect_timeout=2.0, redactor=Redactor([SECRET]),
+            environ={"PATH": "/usr/bin:/bin"},
+            connect_timeout=2.0,
+            redactor=Redactor([SECRET]),
         )
         return result.statuses[0]
 

@@ -19,14 +19,26 @@ def test_reply_keeps_calls_and_text_drops_the_rest() -> None:
     body = {
         "output": [
             {"type": "reasoning", "id": "rs_1", "summary": []},
-            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}",
-             "status": "completed"},
-            {"type": "message", "id": "m", "role": "assistant",
-             "content": [{"type": "output_text", "text": "hi", "annotations": []}]},
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "c1",
+                "name": "f",
+                "arguments": "{}",
+                "status": "completed",
+            },
+            {
+                "type": "message",
+                "id": "m",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+            },
         ]
     }
     reply = reply_from_body(body)
-    assert reply.calls == [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]
+    assert reply.calls == [
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    ]
     assert reply.text == "hi"
     assert [i["type"] for i in reply.items] == ["function_call", "message"]
 
@@ -49,7 +61,9 @@ def test_service_error_is_reported_once_without_the_key() -> None:
 
         async def go():
             try:
-                return await client.respond([{"type": "message", "role": "user", "content": "q"}], [], "i")
+                return await client.respond(
+                    [{"type": "message", "role": "user", "content": "q"}], [], "i"
+                )
             finally:
                 await client.close()
 
@@ -66,7 +80,9 @@ def test_request_carries_bearer_key_and_model() -> None:
 
         async def go():
             try:
-                return await client.respond([{"type": "message", "role": "user", "content": "q"}], [], "inst")
+                return await client.respond(
+                    [{"type": "message", "role": "user", "content": "q"}], [], "inst"
+                )
             finally:
                 await client.close()
 

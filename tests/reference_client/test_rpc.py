@@ -20,7 +20,9 @@ from tests.reference_client.engine_support import run
 def test_check_response_result_error_and_garbage() -> None:
     assert check_response({"jsonrpc": "2.0", "id": 1, "result": {"a": 1}}) == {"a": 1}
     with pytest.raises(RpcError) as caught:
-        check_response({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no such tool"}})
+        check_response(
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no such tool"}}
+        )
     assert caught.value.error["message"] == "no such tool"
     for bad in (
         [],
@@ -37,8 +39,14 @@ def test_check_response_result_error_and_garbage() -> None:
 def test_check_tools_page_shapes() -> None:
     assert check_tools_page({"tools": [{"name": "a"}], "nextCursor": "c"}) == ([{"name": "a"}], "c")
     assert check_tools_page({"tools": []}) == ([], None)
-    for bad in ({}, {"tools": {}}, {"tools": [1]}, {"tools": [{"name": 5}]}, {"tools": [], "nextCursor": 3},
-                {"tools": [{"name": "a", "description": 7}]}):
+    for bad in (
+        {},
+        {"tools": {}},
+        {"tools": [1]},
+        {"tools": [{"name": 5}]},
+        {"tools": [], "nextCursor": 3},
+        {"tools": [{"name": "a", "description": 7}]},
+    ):
         with pytest.raises(ProtocolError):
             check_tools_page(bad)
 

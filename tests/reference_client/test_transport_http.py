@@ -37,12 +37,19 @@ def test_initialize_list_and_close_with_session(mode: str) -> None:
     with HttpMock(s) as mock:
         tools = run(discover_with(HttpTransport(mock.url, {"X-Api-Key": SECRET})))
         assert [t["name"] for t in tools] == ["query"]
-        assert mock.journal.methods()[:3] == ["initialize", "notifications/initialized", "tools/list"]
+        assert mock.journal.methods()[:3] == [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+        ]
         http = mock.journal.entries(kind="http")
         assert all(e.headers.get("x-api-key") == SECRET for e in http)
         assert http[-1].http_method == "DELETE"
         post = http[0]
-        assert "text/event-stream" in post.headers["accept"] and "application/json" in post.headers["accept"]
+        assert (
+            "text/event-stream" in post.headers["accept"]
+            and "application/json" in post.headers["accept"]
+        )
         # a session id came back and is sent from then on
         assert "mcp-session-id" in http[1].headers
 
@@ -57,7 +64,9 @@ def test_redirect_is_an_error_and_never_followed() -> None:
 
 def test_redirect_at_call_time_is_not_followed() -> None:
     with HttpMock(spec()) as target:
-        with HttpMock(spec(redirect_status=302, redirect_to=target.url, redirect_at="tools/call")) as mock:
+        with HttpMock(
+            spec(redirect_status=302, redirect_to=target.url, redirect_at="tools/call")
+        ) as mock:
 
             async def go() -> None:
                 transport = HttpTransport(mock.url, {})
@@ -108,9 +117,9 @@ def test_untrusted_certificate_is_refused_and_extra_ca_is_trusted() -> None:
     with HttpMock(spec(), tls="trusted") as mock:
         with pytest.raises(TransportError):
             run(discover_with(HttpTransport(mock.url, {})))
-        assert [t["name"] for t in run(discover_with(HttpTransport(mock.url, {}, ca_file=mock.ca_file)))] == [
-            "query"
-        ]
+        assert [
+            t["name"] for t in run(discover_with(HttpTransport(mock.url, {}, ca_file=mock.ca_file)))
+        ] == ["query"]
 
 
 def test_connection_reset_after_call_is_maybe_acted() -> None:
@@ -151,7 +160,9 @@ def test_compressed_body_is_refused() -> None:
 
 def test_json_response_with_huge_content_length_is_refused_early() -> None:
     def respond(request: bytes) -> bytes:
-        return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9999999\r\n\r\n{"
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9999999\r\n\r\n{"
+        )
 
     with RawHttpServer(respond) as server:
         with pytest.raises(MessageTooLarge):
@@ -171,7 +182,9 @@ async def _collect(chunks: list[bytes]) -> list[bytes]:
 
 def test_sse_events_split_across_chunks_and_line_endings() -> None:
     message = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
-    stream = b": comment\r\nevent: message\r\ndata: " + message + b"\r\n\r\nevent: other\ndata: x\n\n"
+    stream = (
+        b": comment\r\nevent: message\r\ndata: " + message + b"\r\n\r\nevent: other\ndata: x\n\n"
+    )
     chunks = [stream[i : i + 3] for i in range(0, len(stream), 3)]
     assert run(_collect(chunks)) == [message]
 

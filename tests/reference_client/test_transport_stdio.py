@@ -18,8 +18,14 @@ from mcp_host_conformance.reference_client.transports import (
 from mcp_host_conformance.reference_client.transports.stdio import StdioTransport, child_environment
 from tests.reference_client.engine_support import run
 
-HOST_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-x", "LANG": "C.UTF-8",
-            "CANARY_HOST_ONLY": "must-not-leak", "USER": "u", "SHELL": "/bin/sh"}
+HOST_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "HOME": "/tmp/home-x",
+    "LANG": "C.UTF-8",
+    "CANARY_HOST_ONLY": "must-not-leak",
+    "USER": "u",
+    "SHELL": "/bin/sh",
+}
 
 
 def spec(**misbehaviour) -> ServerSpec:
@@ -41,7 +47,12 @@ async def session_up(transport: StdioTransport) -> RpcSession:
 
 def test_child_environment_is_only_path_home_lang_and_configured() -> None:
     env = child_environment(HOST_ENV, {"TOKEN": "s3"})
-    assert env == {"PATH": HOST_ENV["PATH"], "HOME": "/tmp/home-x", "LANG": "C.UTF-8", "TOKEN": "s3"}
+    assert env == {
+        "PATH": HOST_ENV["PATH"],
+        "HOME": "/tmp/home-x",
+        "LANG": "C.UTF-8",
+        "TOKEN": "s3",
+    }
     assert child_environment({"PATH": "/bin"}, {}) == {"PATH": "/bin"}
 
 
@@ -62,7 +73,9 @@ def test_spawn_verbatim_args_own_group_env_and_reaped(tmp_path) -> None:
     assert [t["name"] for t in run(go())] == ["echo"]
     started = mock.process_entries()[0]
     assert started.argv[-2:] == ["a;b", "$HOME"]
-    assert set(started.env) <= {"PATH", "HOME", "LANG", "TOKEN"} and started.env["TOKEN"] == "s3cr3t"
+    assert (
+        set(started.env) <= {"PATH", "HOME", "LANG", "TOKEN"} and started.env["TOKEN"] == "s3cr3t"
+    )
     assert "CANARY_HOST_ONLY" not in started.env
     assert started.pgid == started.pid != os.getpgid(0)
     assert process_state(started.pid) == "gone"
@@ -75,7 +88,10 @@ def test_missing_command_is_an_error_not_a_crash() -> None:
 
 
 def test_exit_at_once_and_garbage_are_errors(tmp_path) -> None:
-    for misbehaviour, error in ((dict(exit_at_once=3), TransportError), (dict(garbage=True), ProtocolError)):
+    for misbehaviour, error in (
+        (dict(exit_at_once=3), TransportError),
+        (dict(garbage=True), ProtocolError),
+    ):
         mock = StdioMock(spec(**misbehaviour), tmp_path)
         transport = transport_for(mock)
 

@@ -32,7 +32,9 @@ class ListSession:
 
 def spec(reply: Reply | None = None, **misbehaviour: Any) -> ServerSpec:
     tool = Tool("query", description="Query the docs", reply=reply or Reply.echo_arguments())
-    return ServerSpec(name="docs", tools=[tool, Tool("other")], misbehaviour=Misbehaviour(**misbehaviour))
+    return ServerSpec(
+        name="docs", tools=[tool, Tool("other")], misbehaviour=Misbehaviour(**misbehaviour)
+    )
 
 
 def bodies(model: MockResponses) -> list[dict]:
@@ -82,7 +84,9 @@ def test_approved_call_completes_and_result_is_shown_saved_and_sent(tmp_path: Pa
     ui = ScriptedUI(approvals=["y"])
     log = ListSession()
     with HttpMock(spec()) as mock, MockResponses() as model:
-        model.script([Step.call(server="docs", tool="query", arguments={"q": "hi"}), Step.text("the answer")])
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={"q": "hi"}), Step.text("the answer")]
+        )
         _, [report] = run(session_with(mock, model, ui, ["question?"], tmp_path, session=log))
         assert mock.journal.count("tools/call") == 1
         sent = bodies(model)
@@ -95,7 +99,10 @@ def test_approved_call_completes_and_result_is_shown_saved_and_sent(tmp_path: Pa
     outputs = function_call_outputs(sent[1])
     assert list(outputs.values()) == ["Status: completed\n" + '{"q":"hi"}']
     assert [i["type"] for i in log.items if "type" in i] == [
-        "message", "function_call", "function_call_output", "message"
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
     ]
     assert any("completed" in line and '{"q":"hi"}' in line for line in ui.shown)
     names = [t["name"] for t in offered_tools(sent[0])]
@@ -120,8 +127,16 @@ def test_each_call_waits_for_its_own_approval(tmp_path: Path) -> None:
     with HttpMock(spec()) as mock, MockResponses() as model:
         calls_seen: list[int] = []
         ui.on_approve = lambda view: calls_seen.append(mock.journal.count("tools/call"))
-        model.script([Step.calls([Step.call(server="docs", tool="query", arguments={"n": 1}),
-                                  Step.call(server="docs", tool="other", arguments={"n": 2})])])
+        model.script(
+            [
+                Step.calls(
+                    [
+                        Step.call(server="docs", tool="query", arguments={"n": 1}),
+                        Step.call(server="docs", tool="other", arguments={"n": 2}),
+                    ]
+                )
+            ]
+        )
         _, [report] = run(session_with(mock, model, ui, ["q"], tmp_path))
         assert mock.journal.count("tools/call") == 1
     assert calls_seen == [0, 1]
@@ -131,7 +146,12 @@ def test_each_call_waits_for_its_own_approval(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "misbehaviour",
-    [dict(stall=["tools/call"]), dict(drop_call="reset"), dict(drop_call="close"), dict(oversize_at="tools/call")],
+    [
+        dict(stall=["tools/call"]),
+        dict(drop_call="reset"),
+        dict(drop_call="close"),
+        dict(oversize_at="tools/call"),
+    ],
 )
 def test_uncertain_outcomes_are_unknown_and_sent_once(tmp_path: Path, misbehaviour: dict) -> None:
     ui = ScriptedUI(approvals=["y"])
@@ -147,9 +167,14 @@ def test_uncertain_outcomes_are_unknown_and_sent_once(tmp_path: Path, misbehavio
 def test_unknown_needs_acknowledgement_declined_then_accepted(tmp_path: Path) -> None:
     ui = ScriptedUI(approvals=["y"], acks=[False, True])
     with HttpMock(spec(stall=["tools/call"])) as mock, MockResponses() as model:
-        model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("a"), Step.text("b")])
-        _, reports = run(session_with(mock, model, ui, ["first", "second", "second again"], tmp_path,
-                                      call_timeout=0.2))
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={}), Step.text("a"), Step.text("b")]
+        )
+        _, reports = run(
+            session_with(
+                mock, model, ui, ["first", "second", "second again"], tmp_path, call_timeout=0.2
+            )
+        )
         sent = bodies(model)
     assert [r.question_sent for r in reports] == [True, False, True]
     assert reports[1].acknowledgements == [results.ACK_PROMPT] == ui.prompts[:1]
@@ -168,7 +193,9 @@ def test_user_cancel_gives_unknown(tmp_path: Path) -> None:
             mock.journal.wait_for("tools/call", timeout=5)
             host.cancel()
 
-        _, [report] = run(session_with(mock, model, ui, ["q"], tmp_path, call_timeout=5, during=cancel_when_sent))
+        _, [report] = run(
+            session_with(mock, model, ui, ["q"], tmp_path, call_timeout=5, during=cancel_when_sent)
+        )
     assert report.calls[0].status == "unknown" and "cancelled" in report.calls[0].output
 
 
@@ -195,8 +222,13 @@ def test_failed_results_and_hostile_echo_of_a_secret(tmp_path: Path) -> None:
     s.tools[1].reply = Reply.tool_error("it broke")
     log = ListSession()
     with HttpMock(s) as mock, MockResponses() as model:
-        model.script([Step.call(server="docs", tool="query", arguments={}),
-                      Step.call(server="docs", tool="other", arguments={}), Step.text("done")])
+        model.script(
+            [
+                Step.call(server="docs", tool="query", arguments={}),
+                Step.call(server="docs", tool="other", arguments={}),
+                Step.text("done"),
+            ]
+        )
         _, [report] = run(session_with(mock, model, ui, ["q"], tmp_path, session=log))
         sent = json.dumps(bodies(model))
     assert [c.status for c in report.calls] == ["completed", "failed"]
@@ -209,8 +241,13 @@ def test_read_file_builtin_is_confined_to_the_working_directory(tmp_path: Path) 
     (tmp_path / "notes.txt").write_text("hello notes")
     ui = ScriptedUI()
     with HttpMock(spec()) as mock, MockResponses() as model:
-        model.script([Step.call(name="read_file", arguments={"path": "notes.txt"}),
-                      Step.call(name="read_file", arguments={"path": "../../etc/passwd"}), Step.text("ok")])
+        model.script(
+            [
+                Step.call(name="read_file", arguments={"path": "notes.txt"}),
+                Step.call(name="read_file", arguments={"path": "../../etc/passwd"}),
+                Step.text("ok"),
+            ]
+        )
         _, [report] = run(session_with(mock, model, ui, ["q"], tmp_path))
         sent = bodies(model)
     assert report.confirmations == [] and report.calls == []
@@ -221,7 +258,12 @@ def test_read_file_builtin_is_confined_to_the_working_directory(tmp_path: Path) 
 def test_resumed_history_is_sent_first_and_nothing_is_called(tmp_path: Path) -> None:
     history = [
         {"type": "message", "role": "user", "content": "earlier"},
-        {"type": "function_call", "call_id": "call_old", "name": "mcp_docs_gone", "arguments": "{}"},
+        {
+            "type": "function_call",
+            "call_id": "call_old",
+            "name": "mcp_docs_gone",
+            "arguments": "{}",
+        },
         {"type": "function_call_output", "call_id": "call_old", "output": "Status: completed\nold"},
     ]
     ui = ScriptedUI()
@@ -245,9 +287,14 @@ def test_tool_list_is_fixed_after_discovery(tmp_path: Path) -> None:
     ui = ScriptedUI(approvals=["y"])
     s = spec(change_tools_after_call=True, changed_tools=[Tool("brand_new")])
     with HttpMock(s) as mock, MockResponses() as model:
-        model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("a"), Step.text("b")])
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={}), Step.text("a"), Step.text("b")]
+        )
         run(session_with(mock, model, ui, ["one", "two"], tmp_path))
         assert mock.journal.count("tools/list") == 1
         sent = bodies(model)
-    assert all({t["name"] for t in offered_tools(b)} == {t["name"] for t in offered_tools(sent[0])} for b in sent)
+    assert all(
+        {t["name"] for t in offered_tools(b)} == {t["name"] for t in offered_tools(sent[0])}
+        for b in sent
+    )
     assert not any("brand_new" in t["name"] for t in offered_tools(sent[-1]))

@@ -18,8 +18,15 @@ TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retr
 
 
 def test_an_outcome_that_varies_or_goes_missing_is_flaky():
-    runs = [{"a": "passed", "b": "passed", "c": "info"}, {"a": "failed", "c": "info"}, {"a": "passed", "b": "passed", "c": "info"}]
-    assert flake_check.flaky_cases(runs) == {"a": ["passed", "failed", "passed"], "b": ["passed", "missing", "passed"]}
+    runs = [
+        {"a": "passed", "b": "passed", "c": "info"},
+        {"a": "failed", "c": "info"},
+        {"a": "passed", "b": "passed", "c": "info"},
+    ]
+    assert flake_check.flaky_cases(runs) == {
+        "a": ["passed", "failed", "passed"],
+        "b": ["passed", "missing", "passed"],
+    }
 
 
 def test_only_new_loopback_listeners_count():
@@ -30,9 +37,18 @@ def test_only_new_loopback_listeners_count():
 
 
 def test_pytest_basetemp_is_not_a_leftover():
-    assert flake_check.leftover_entries(["pytest-of-root", "mcphc-x", "mock-tls-y"]) == ["mcphc-x", "mock-tls-y"]
+    assert flake_check.leftover_entries(["pytest-of-root", "mcphc-x", "mock-tls-y"]) == [
+        "mcphc-x",
+        "mock-tls-y",
+    ]
 
 
 def test_descendants_skip_zombies_and_strangers():
-    table = {10: ("S", 1, "me"), 11: ("S", 10, "child"), 12: ("Z", 10, "dead"), 13: ("S", 11, "grandchild"), 20: ("S", 1, "other")}
+    table = {
+        10: ("S", 1, "me"),
+        11: ("S", 10, "child"),
+        12: ("Z", 10, "dead"),
+        13: ("S", 11, "grandchild"),
+        20: ("S", 1, "other"),
+    }
     assert flake_check.descendants(10, table) == {11: "child", 13: "grandchild"}

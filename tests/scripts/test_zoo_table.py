@@ -18,7 +18,12 @@ def test_rows_follow_the_catalog_and_list_the_whole_fails_set():
     assert [row[0] for row in found].count("echoes-typed-secret") == 1
     assert len(found) == len(mcp_host_conformance.zoo.BROKEN)
     targets = [row[1] for row in found]
-    assert targets.index("CFG-1") < targets.index("DISC-1") < targets.index("CRED-5") < targets.index("NET-1")
+    assert (
+        targets.index("CFG-1")
+        < targets.index("DISC-1")
+        < targets.index("CRED-5")
+        < targets.index("NET-1")
+    )
     follows = dict((row[0], row[2]) for row in found)["follows-redirects"]
     assert follows == "CRED-1, NET-3"  # catalog order, not alphabetical or set order
 

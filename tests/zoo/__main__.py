@@ -16,7 +16,10 @@ from mcp_host_conformance.zoo.client import apply
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BROKEN:
-        print("usage: python -m mcp_host_conformance.zoo BROKEN-CLIENT [mcp-reference-host arguments...]", file=sys.stderr)
+        print(
+            "usage: python -m mcp_host_conformance.zoo BROKEN-CLIENT [mcp-reference-host arguments...]",
+            file=sys.stderr,
+        )
         return 2
     apply(BROKEN[argv[0]])
     from mcp_host_conformance.reference_client.cli import main as reference_main

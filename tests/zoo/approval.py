@@ -50,7 +50,9 @@ def _never_ask(original):
 @replaced("mcp_host_conformance.reference_client.confirmation.confirmation")
 def _exposed_name(original):
     def confirmation(server, destination, tool, arguments, *, exposed_name=None):
-        return original(server, destination, exposed_name or tool, arguments, exposed_name=exposed_name)
+        return original(
+            server, destination, exposed_name or tool, arguments, exposed_name=exposed_name
+        )
 
     return confirmation
 
@@ -93,7 +95,14 @@ CLIENTS = [
     BrokenClient(
         "no-approval",
         "Never asks: every MCP call is sent at once.",
-        {"APR-1", "APR-2", "APR-3", "APR-4", "APR-5", "CRED-3"},  # CRED-3: no confirmation to search
+        {
+            "APR-1",
+            "APR-2",
+            "APR-3",
+            "APR-4",
+            "APR-5",
+            "CRED-3",
+        },  # CRED-3: no confirmation to search
         (_never_ask,),
         target="APR-1",
     ),

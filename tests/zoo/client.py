@@ -106,7 +106,13 @@ class BrokenAdapter:
             self._reference.describe(),
             name=f"broken:{self.client.name}",
             # the person's own command runs in a process of its own: with the same patches
-            interactive_add=[sys.executable, "-m", "mcp_host_conformance.zoo", self.client.name, *INTERACTIVE_ADD],
+            interactive_add=[
+                sys.executable,
+                "-m",
+                "mcp_host_conformance.zoo",
+                self.client.name,
+                *INTERACTIVE_ADD,
+            ],
         )
 
     def add_server(self, home, server):

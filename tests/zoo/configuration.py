@@ -17,7 +17,9 @@ async def _probe(server) -> None:
 
     environ = {"PATH": os.environ.get("PATH", os.defpath)}
     transport = discovery.make_transport(server, environ=environ)
-    _line, connected = await discovery.connect_server(server, transport, timeout=5.0, redactor=Redactor([]))
+    _line, connected = await discovery.connect_server(
+        server, transport, timeout=5.0, redactor=Redactor([])
+    )
     if connected is not None:
         await connected.session.close()
 
@@ -88,8 +90,9 @@ def _list_with_values(original):
     from mcp_host_conformance.reference_client import cli
 
     def list_(environ, stdout):
-        with mock.patch.object(cli, "destination", _destination_with_values), mock.patch.object(
-            cli, "Redactor", _NoRedaction
+        with (
+            mock.patch.object(cli, "destination", _destination_with_values),
+            mock.patch.object(cli, "Redactor", _NoRedaction),
         ):
             return original(environ, stdout)
 

@@ -17,7 +17,9 @@ def _merged(servers, kind):
         if isinstance(server, cls):
             union.update(getattr(server, field))
     return [
-        dataclasses.replace(s, **{field: {**union, **getattr(s, field)}}) if isinstance(s, cls) else s
+        dataclasses.replace(s, **{field: {**union, **getattr(s, field)}})
+        if isinstance(s, cls)
+        else s
         for s in servers
     ]
 
@@ -93,7 +95,9 @@ class _NotATerminal:
         return getattr(self._stream, name)
 
 
-@replaced("mcp_host_conformance.reference_client.cli.read_secret")  # the name `mcp add` reads secrets through
+@replaced(
+    "mcp_host_conformance.reference_client.cli.read_secret"
+)  # the name `mcp add` reads secrets through
 def _echoed_secret(original):
     def read_secret(prompt, *, stdin, stdout):
         return original(prompt, stdin=_NotATerminal(stdin), stdout=stdout)
@@ -150,7 +154,10 @@ CLIENTS = [
         "Accepts plain-HTTP URLs to any host.",
         {"NET-1"},
         (
-            constant("mcp_host_conformance.reference_client.transports.http.url_refusal", lambda url: None),
+            constant(
+                "mcp_host_conformance.reference_client.transports.http.url_refusal",
+                lambda url: None,
+            ),
             constant("mcp_host_conformance.reference_client.cli.url_refusal", lambda url: None),
         ),
         target="NET-1",
@@ -173,8 +180,12 @@ CLIENTS = [
         "Reads messages and responses of any size.",
         {"NET-4", "RES-8"},  # RES-8: an oversized call result is then completed
         (
-            constant("mcp_host_conformance.reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30),
-            constant("mcp_host_conformance.reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30),
+            constant(
+                "mcp_host_conformance.reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30
+            ),
+            constant(
+                "mcp_host_conformance.reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30
+            ),
         ),
         target="NET-4",
     ),

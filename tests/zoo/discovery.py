@@ -52,7 +52,9 @@ def _stop_at_first_failure(original):
             later = {status.name for status in found.statuses[failed[0] + 1 :]}
             for name in later & set(found.servers):
                 await found.servers.pop(name).session.close()
-            found.offered = discovery.offer(found.servers.values(), options.get("reserved", builtins.NAMES))
+            found.offered = discovery.offer(
+                found.servers.values(), options.get("reserved", builtins.NAMES)
+            )
         return found
 
     return discover
@@ -118,7 +120,9 @@ def _unavailable_but_registered(original):
         if box and connected is not None:
             # Tools without an object schema cannot be offered at all; the rest are.
             connected.tools = [t for t in connected.tools if isinstance(t.get("inputSchema"), dict)]
-            line = discovery.unavailable_line(server.name, connected.destination, redactor.redact(box[0]))
+            line = discovery.unavailable_line(
+                server.name, connected.destination, redactor.redact(box[0])
+            )
         return line, connected
 
     return connect_server

@@ -19,7 +19,11 @@ def _reversed_blocks(original):
 @replaced("mcp_host_conformance.reference_client.results._block_text")
 def _image_data(original):
     def block_text(block):
-        if isinstance(block, dict) and block.get("type") in ("image", "audio") and isinstance(block.get("data"), str):
+        if (
+            isinstance(block, dict)
+            and block.get("type") in ("image", "audio")
+            and isinstance(block.get("data"), str)
+        ):
             return f"[{block['type']} {block.get('mimeType', '')}] {block['data']}", False
         return original(block)
 
@@ -68,7 +72,9 @@ def _timeout_failed(original):
     from mcp_host_conformance.reference_client import results
 
     del original
-    return lambda call_timeout: results.Outcome(results.FAILED, f"No answer within {call_timeout:g} s.")
+    return lambda call_timeout: results.Outcome(
+        results.FAILED, f"No answer within {call_timeout:g} s."
+    )
 
 
 def _failed_on(kind_test):
@@ -121,16 +127,47 @@ def _terse_unknown(original):
     from mcp_host_conformance.reference_client import results
 
     del original
-    return lambda reason: results.Outcome(results.UNKNOWN, f"The outcome of this call is unknown: {reason}.")
+    return lambda reason: results.Outcome(
+        results.UNKNOWN, f"The outcome of this call is unknown: {reason}."
+    )
 
 
 CLIENTS = [
-    BrokenClient("reverses-text-blocks", "Joins a result's text blocks in reverse order.", {"RES-1"}, (_reversed_blocks,)),
-    BrokenClient("sends-image-data", "Passes image and audio data to the model.", {"RES-2"}, (_image_data,)),
-    BrokenClient("opens-resource-links", "Reads every resource link of a result from the server.", {"RES-3"}, (_open_links,)),
-    BrokenClient("ignores-structured-content", "Drops structuredContent, also when there is no text.", {"RES-4"}, (_no_structured,)),
-    BrokenClient("error-as-completed", "A result with isError: true is reported completed.", {"RES-5", "SESS-1"}, (_error_completed,), target="RES-5"),  # SESS-1 shows a failed result
-    BrokenClient("timeout-as-failed", "A call that times out is reported failed.", {"RES-6", "RES-12"}, (_timeout_failed,), target="RES-6"),  # RES-12 needs the timeout unknown
+    BrokenClient(
+        "reverses-text-blocks",
+        "Joins a result's text blocks in reverse order.",
+        {"RES-1"},
+        (_reversed_blocks,),
+    ),
+    BrokenClient(
+        "sends-image-data", "Passes image and audio data to the model.", {"RES-2"}, (_image_data,)
+    ),
+    BrokenClient(
+        "opens-resource-links",
+        "Reads every resource link of a result from the server.",
+        {"RES-3"},
+        (_open_links,),
+    ),
+    BrokenClient(
+        "ignores-structured-content",
+        "Drops structuredContent, also when there is no text.",
+        {"RES-4"},
+        (_no_structured,),
+    ),
+    BrokenClient(
+        "error-as-completed",
+        "A result with isError: true is reported completed.",
+        {"RES-5", "SESS-1"},
+        (_error_completed,),
+        target="RES-5",
+    ),  # SESS-1 shows a failed result
+    BrokenClient(
+        "timeout-as-failed",
+        "A call that times out is reported failed.",
+        {"RES-6", "RES-12"},
+        (_timeout_failed,),
+        target="RES-6",
+    ),  # RES-12 needs the timeout unknown
     BrokenClient(
         "dropped-as-failed",
         "A connection lost after sending the call is reported failed.",
@@ -144,7 +181,12 @@ CLIENTS = [
         {"RES-8"},
         (Seam("mcp_host_conformance.reference_client.turn._outcome_of", _failed_on(_oversized)),),
     ),
-    BrokenClient("cancel-as-failed", "A call cancelled by the user is reported failed.", {"RES-9"}, (_cancel_failed,)),
+    BrokenClient(
+        "cancel-as-failed",
+        "A call cancelled by the user is reported failed.",
+        {"RES-9"},
+        (_cancel_failed,),
+    ),
     BrokenClient(
         "no-output-limit",
         "Hands results of any size to the model, status completed.",
@@ -156,7 +198,18 @@ CLIENTS = [
         "outputs-sent-twice",
         "Records every function_call_output twice.",
         # Every RES case but RES-2/3 checks that its call has exactly one output.
-        {"RES-1", "RES-4", "RES-5", "RES-6", "RES-7", "RES-8", "RES-9", "RES-10", "RES-11", "RES-12"},
+        {
+            "RES-1",
+            "RES-4",
+            "RES-5",
+            "RES-6",
+            "RES-7",
+            "RES-8",
+            "RES-9",
+            "RES-10",
+            "RES-11",
+            "RES-12",
+        },
         (_outputs_twice,),
         target="RES-11",
     ),

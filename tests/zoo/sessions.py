@@ -30,11 +30,17 @@ def _replay_on_resume(original):
         statuses = await original(self)
         # "Refresh" the recorded calls' results by calling them again.
         for item in list(self.conversation.history):
-            offered = self.discovery.offered.get(item.get("name")) if item.get("type") == "function_call" else None
+            offered = (
+                self.discovery.offered.get(item.get("name"))
+                if item.get("type") == "function_call"
+                else None
+            )
             server = self.discovery.servers.get(offered.server) if offered else None
             if server is not None:
                 try:
-                    await server.session.call_tool(offered.tool["name"], json.loads(item["arguments"]))
+                    await server.session.call_tool(
+                        offered.tool["name"], json.loads(item["arguments"])
+                    )
                 except (McpError, ValueError):
                     pass
         return statuses
@@ -66,7 +72,8 @@ def _drop_unknown_tools(original):
         self.conversation.history[:] = [
             item
             for item in self.conversation.history
-            if item.get("type") not in ("function_call", "function_call_output") or item.get("call_id") not in dropped
+            if item.get("type") not in ("function_call", "function_call_output")
+            or item.get("call_id") not in dropped
         ]
         return statuses
 
@@ -77,7 +84,11 @@ CLIENTS = [
     BrokenClient(
         "outputs-not-saved",
         "Does not save tool outputs in the session file.",
-        {"SESS-1", "SESS-3", "SESS-4"},  # reopened, the calls have only a synthesized unknown output
+        {
+            "SESS-1",
+            "SESS-3",
+            "SESS-4",
+        },  # reopened, the calls have only a synthesized unknown output
         (_outputs_not_saved,),
     ),
     BrokenClient(

@@ -57,8 +57,10 @@ def _exited_is_connected(original):
 
     async def connect_server(server, transport, *, timeout, redactor):
         line, connected = await original(server, transport, timeout=timeout, redactor=redactor)
-        if isinstance(server, config.StdioServerConfig) and not line.connected and any(
-            word in (line.reason or "") for word in ("exited", "closed its output")
+        if (
+            isinstance(server, config.StdioServerConfig)
+            and not line.connected
+            and any(word in (line.reason or "") for word in ("exited", "closed its output"))
         ):
             line = discovery.connected_line(server.name, 0, line.destination)
         return line, connected
@@ -71,7 +73,12 @@ CLIENTS = [
         "runs-through-shell",
         "Runs the stdio command line through /bin/sh.",
         {"STDIO-1", "STDIO-2"},  # STDIO-2: the shell exports PWD
-        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(shell=True)),),
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.transports.stdio.spawn",
+                _spawn_with(shell=True),
+            ),
+        ),
     ),
     BrokenClient(
         "inherits-environment",
@@ -83,13 +90,23 @@ CLIENTS = [
         "same-process-group",
         "Starts stdio servers in its own process group.",
         {"STDIO-3", "STDIO-5"},  # STDIO-5: killing "its" group then misses the server's children
-        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(start_new_session=False)),),
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.transports.stdio.spawn",
+                _spawn_with(start_new_session=False),
+            ),
+        ),
     ),
     BrokenClient(
         "stderr-unread-pipe",
         "Pipes a stdio server's stderr and never reads it.",
         {"STDIO-4"},
-        (Seam("mcp_host_conformance.reference_client.transports.stdio.spawn", _spawn_with(stderr=asyncio.subprocess.PIPE)),),
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.transports.stdio.spawn",
+                _spawn_with(stderr=asyncio.subprocess.PIPE),
+            ),
+        ),
     ),
     BrokenClient(
         "forgets-to-reap",
