@@ -74,10 +74,14 @@ OVERHEAD_CASES = textwrap.dedent(
     @pytest.mark.parametrize("i", N)
     def test_one_turn(host, http_mock, model, i):
         """One HTTP server, one approved call, two model requests."""
-        docs = http_mock(ServerSpec(name="docs", tools=[Tool("query", "q", reply=Reply.text("ok"))]))
+        docs = http_mock(
+            ServerSpec(name="docs", tools=[Tool("query", "q", reply=Reply.text("ok"))])
+        )
         host.add_http("docs", docs)
         running = host.start()
-        model.script([Step.call(server="docs", tool="query", arguments={{"q": "x"}}), Step.text("ok")])
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={{"q": "x"}}), Step.text("ok")]
+        )
         turn = running.ask("look it up")
         assert [c.status for c in turn.calls] == ["completed"], turn.calls
         running.stop()
@@ -168,7 +172,10 @@ def overhead(client: str, n: int, scratch: Path) -> dict[str, float]:
 
 def machine() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}, load average {load}"
+    return (
+        f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}, load average {load}"
+    )
 
 
 def verdict(seconds: float) -> str:
@@ -195,7 +202,8 @@ def render(
         )
         target = verdict(run.wall) if run.label.startswith("inprocess") else ""
         lines.append(
-            f"| {run.label} | {run.wall:.1f} s | {target} | {cases} | {run.busy:.1f} s | {run.timeout_bound:.1f} s |"
+            f"| {run.label} | {run.wall:.1f} s | {target} | {cases} "
+            f"| {run.busy:.1f} s | {run.timeout_bound:.1f} s |"
         )
     by_label = {r.label: r for r in runs}
     ratios = []

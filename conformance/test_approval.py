@@ -43,7 +43,8 @@ WARNING_SENT = re.compile(
     r"\b(sent|go|goes|passed|transmitted|shared)\b.*\bserver\b", re.IGNORECASE | re.DOTALL
 )
 WARNING_CONTROL = re.compile(
-    r"(cannot|can't|can ?not|does not|doesn't|has no|no)\s+(\w+\s+)?(control|way to control|say over)",
+    r"(cannot|can't|can ?not|does not|doesn't|has no|no)\s+(\w+\s+)?"
+    r"(control|way to control|say over)",
     re.IGNORECASE,
 )
 
@@ -295,7 +296,8 @@ def test_confirmation_names_server_destination_tool_and_arguments(
             )
         if confirmation.tool != tool:
             problems.append(
-                f"Tool {confirmation.tool!r}, the server's tool name is {tool!r} (exposed {exposed!r})"
+                f"Tool {confirmation.tool!r}, the server's tool name is {tool!r} "
+                f"(exposed {exposed!r})"
             )
         try:
             shown_args = json.loads(confirmation.arguments)
@@ -328,7 +330,10 @@ def test_confirmation_names_server_destination_tool_and_arguments(
         check(
             not problems,
             ids="APR-4",
-            expected=f"confirmation of {server}/{tool}: Server, Destination, Tool, pretty Arguments, warning",
+            expected=(
+                f"confirmation of {server}/{tool}: "
+                "Server, Destination, Tool, pretty Arguments, warning"
+            ),
             actual="; ".join(problems),
         )
 
@@ -372,9 +377,13 @@ def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model
         check(
             2 * KIB - 4 <= size <= 2 * KIB + MARKER_SLACK,
             ids="APR-5",
-            expected=f"the arguments shown cut after 2 KiB (between {2 * KIB - 4} and {2 * KIB + MARKER_SLACK} "
-            "bytes with the marker)",
-            actual=f"{size} bytes shown for arguments of {len(json.dumps(arguments).encode())} bytes",
+            expected=(
+                f"the arguments shown cut after 2 KiB (between {2 * KIB - 4} "
+                f"and {2 * KIB + MARKER_SLACK} bytes with the marker)"
+            ),
+            actual=(
+                f"{size} bytes shown for arguments of {len(json.dumps(arguments).encode())} bytes"
+            ),
         )
         check(
             CUT_MARKER.search(shown[0]) is not None,
@@ -388,7 +397,10 @@ def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model
             len(received) == 1 and got == arguments,
             ids="APR-5",
             expected="the server receives the complete arguments once",
-            actual=f"{len(received)} call(s); arguments {'complete' if got == arguments else 'incomplete or altered'}",
+            actual=(
+                f"{len(received)} call(s); arguments "
+                f"{'complete' if got == arguments else 'incomplete or altered'}"
+            ),
         )
 
     example()

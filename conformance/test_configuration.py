@@ -136,8 +136,13 @@ def test_credential_file_is_private(host, home, http_mock, stdio_mock, secrets):
     check(
         bool(files),
         ids="CFG-3",
-        expected="add_server reports the file(s) it wrote, or a file under HOME holds the credential",
-        actual=f"reported paths {[str(p) for p in host.config_paths]}; no file holding the credential found",
+        expected=(
+            "add_server reports the file(s) it wrote, or a file under HOME holds the credential"
+        ),
+        actual=(
+            f"reported paths {[str(p) for p in host.config_paths]}; "
+            "no file holding the credential found"
+        ),
     )
     problems = []
     for path in files:
@@ -150,7 +155,10 @@ def test_credential_file_is_private(host, home, http_mock, stdio_mock, secrets):
     check(
         not problems,
         ids="CFG-3",
-        expected="credential files mode 0600 (no group/other access), directories not group/world writable",
+        expected=(
+            "credential files mode 0600 (no group/other access), "
+            "directories not group/world writable"
+        ),
         actual="; ".join(problems),
     )
 

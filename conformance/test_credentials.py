@@ -1,13 +1,13 @@
 """CRED: credentials.
 
-Strategy: every secret the suite configures is a canary (`mcp_host_conformance.harness.canaries`), a random
-value searched raw, URL-encoded, JSON-escaped and base64-encoded, so a leak is found
-however the client encodes it, and is reported by label, never by value. Where a secret
-goes is read from the mocks' journals (each HTTP mock records the headers it received,
-each stdio mock its whole environment, the mock model every request); where it must not
-appear is everything the suite can see: what the user saw (status lines, listings,
-confirmations, results, errors, prompts), the session files the client reported, and
-every request to the model service.
+Strategy: every secret the suite configures is a canary
+(`mcp_host_conformance.harness.canaries`), a random value searched raw, URL-encoded,
+JSON-escaped and base64-encoded, so a leak is found however the client encodes it, and is
+reported by label, never by value. Where a secret goes is read from the mocks' journals
+(each HTTP mock records the headers it received, each stdio mock its whole environment,
+the mock model every request); where it must not appear is everything the suite can see:
+what the user saw (status lines, listings, confirmations, results, errors, prompts), the
+session files the client reported, and every request to the model service.
 """
 
 from __future__ import annotations
@@ -97,8 +97,13 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets
     check(
         bool(sent_alpha) and all(v == f"Bearer {alpha_token}" for v in sent_alpha),
         ids="CRED-1",
-        expected="server alpha's initialize and tools/call carry its configured Authorization header",
-        actual=f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} messages carried it",
+        expected=(
+            "server alpha's initialize and tools/call carry its configured Authorization header"
+        ),
+        actual=(
+            f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} "
+            "messages carried it"
+        ),
     )
     sent_beta = header_values(beta.journal, "X-Api-Key")
     check(
@@ -116,7 +121,9 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets
     check(
         not leaks,
         ids="CRED-1",
-        expected="each server's header only in that server's journal; none at other servers or the model",
+        expected=(
+            "each server's header only in that server's journal; none at other servers or the model"
+        ),
         actual="; ".join(leaks),
     )
 
@@ -242,7 +249,10 @@ def test_no_secret_anywhere_the_user_or_the_model_sees(host, http_mock, stdio_mo
     check(
         not leaks,
         ids="CRED-3",
-        expected="no configured secret in status lines, listing, confirmations, results, errors, session files or model requests",
+        expected=(
+            "no configured secret in status lines, listing, confirmations, results, errors, "
+            "session files or model requests"
+        ),
         actual="; ".join(sorted(set(leaks))),
     )
 
@@ -366,7 +376,9 @@ def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
     check(
         not leaks,
         ids="CRED-3",
-        expected="the secrets removed from the results before they are shown, saved or sent to the model",
+        expected=(
+            "the secrets removed from the results before they are shown, saved or sent to the model"
+        ),
         actual="; ".join(sorted(set(leaks))),
     )
 
@@ -410,7 +422,9 @@ def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
     check(
         not leaks,
         ids="CRED-3",
-        expected="the header value nowhere in what the user saw, the session files or the model requests",
+        expected=(
+            "the header value nowhere in what the user saw, the session files or the model requests"
+        ),
         actual="; ".join(sorted(set(leaks))) + f" (value of {len(value)} characters)",
     )
 
@@ -482,7 +496,10 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, se
         check(
             not problems,
             ids="CRED-4",
-            expected=f"server {name}'s reason says OAuth is not supported and suggests a static header such as an API key",
+            expected=(
+                f"server {name}'s reason says OAuth is not supported "
+                "and suggests a static header such as an API key"
+            ),
             actual=f"the reason {', and '.join(problems)}",
         )
     leaks = secrets.found_in_texts(host.seen) + secrets.found_in_texts(
@@ -573,7 +590,9 @@ def test_secret_typed_with_echo_off(description, host, http_mock, secrets, timeo
     check(
         bool(sent) and all(v == token for v in sent) and status is not None and status.connected,
         ids="CRED-5",
-        expected=f"the typed value saved: the next start sends it as {HEADER} and the server connects",
+        expected=(
+            f"the typed value saved: the next start sends it as {HEADER} and the server connects"
+        ),
         actual=f"{sum(v == token for v in sent)} of {len(sent)} messages carried the typed value; "
         f"status {status.line if status else 'missing'!r}",
     )

@@ -102,7 +102,10 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
         not host.confirmations and not host.acknowledgements,
         ids="DISC-1",
         expected="no question to the user during start",
-        actual=f"{len(host.confirmations)} confirmation(s), {len(host.acknowledgements)} acknowledgement(s)",
+        actual=(
+            f"{len(host.confirmations)} confirmation(s), "
+            f"{len(host.acknowledgements)} acknowledgement(s)"
+        ),
     )
     for name, mock, count in (("remote", remote, 2), ("local", local, 1)):
         expect_available(running, name, "DISC-1", "healthy", tools=count)
@@ -117,7 +120,10 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
         f"MCP server remote: 2 tools from {remote.url}" in running.text
         and "MCP server local: 1 tools from " in running.text,
         ids="DISC-1",
-        expected=f"status lines 'MCP server remote: 2 tools from {remote.url}' and 'MCP server local: 1 tools from ...'",
+        expected=(
+            f"status lines 'MCP server remote: 2 tools from {remote.url}' "
+            "and 'MCP server local: 1 tools from ...'"
+        ),
         actual=f"start showed: {running.text!r}",
     )
     check(
@@ -176,7 +182,10 @@ def test_servers_connect_in_parallel(host, http_mock, timeouts):
     check(
         spread < delay and running.elapsed < 2 * delay + timeouts.connect,
         ids="DISC-2",
-        expected=f"all three initialize requests sent before the first answer (within {delay:.2f}s of each other)",
+        expected=(
+            "all three initialize requests sent before the first answer "
+            f"(within {delay:.2f}s of each other)"
+        ),
         actual=f"initialize requests spread over {spread:.2f}s; start took {running.elapsed:.2f}s",
     )
 
@@ -201,7 +210,10 @@ def test_stalling_server_is_skipped_after_the_connect_timeout(host, http_mock, t
     check(
         running.elapsed < limit,
         ids="DISC-3",
-        expected=f"start done within the {timeouts.connect:.1f}s connect timeout (+ slack, < {limit:.1f}s)",
+        expected=(
+            f"start done within the {timeouts.connect:.1f}s connect timeout "
+            f"(+ slack, < {limit:.1f}s)"
+        ),
         actual=f"start took {running.elapsed:.2f}s",
     )
 
@@ -256,7 +268,8 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
 @pytest.mark.requirements("DISC-5")
 def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
     """The tool list is fixed once discovery finishes: `notifications/tools/list_changed` or a
-    changed `tools/list` later has no effect until restart; `tools/list` is not repeated per turn."""
+    changed `tools/list` later has no effect until restart;
+    `tools/list` is not repeated per turn."""
     docs = http_mock(healthy("docs", ("query",)))
     host.add_http("docs", docs)
     running = host.start()
@@ -407,7 +420,9 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
     check(
         not leaked,
         ids="DISC-10",
-        expected="no tool of an over-limit server offered to the model (their ordinary tools included)",
+        expected=(
+            "no tool of an over-limit server offered to the model (their ordinary tools included)"
+        ),
         actual=f"offered: {leaked}",
     )
     check(

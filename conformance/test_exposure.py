@@ -73,7 +73,9 @@ def check_all_names(body: dict[str, Any]) -> None:
     check(
         not bad,
         ids="EXP-2",
-        expected="every offered MCP function name matches ^[A-Za-z0-9_-]{1,64}$ and starts with mcp_",
+        expected=(
+            "every offered MCP function name matches ^[A-Za-z0-9_-]{1,64}$ and starts with mcp_"
+        ),
         actual=f"names breaking it: {bad}",
     )
     every = [
@@ -138,14 +140,20 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
     check(
         not guessed,
         ids="EXP-2",
-        expected="names with disallowed characters or over 64 long get a hash suffix, not a guessed replacement",
+        expected=(
+            "names with disallowed characters or over 64 long get a hash suffix, "
+            "not a guessed replacement"
+        ),
         actual=f"guessed replacements: {guessed}",
     )
     clash = (names[("a_b", "c")], names[("a", "b_c")])
     check(
         clash[0] != clash[1] and all(n != "mcp_a_b_c" for n in clash),
         ids="EXP-2",
-        expected="server a_b tool c and server a tool b_c get distinct hash-suffixed names, neither mcp_a_b_c",
+        expected=(
+            "server a_b tool c and server a tool b_c get distinct hash-suffixed names, "
+            "neither mcp_a_b_c"
+        ),
         actual=f"names {clash}",
     )
     again = names_by_label(second, pairs)
@@ -267,7 +275,8 @@ SCHEMAS = {
 
 @pytest.mark.requirements("EXP-3")
 def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
-    """The function's `parameters` equal the server's `inputSchema` exactly, and `strict` is false."""
+    """The function's `parameters` equal the server's `inputSchema` exactly,
+    and `strict` is false."""
     host.add_http("docs", http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()])))
     body = offered_after_start(host, model, "EXP-3")
     for name, schema in SCHEMAS.items():
@@ -299,7 +308,10 @@ def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, mo
         offered is not None,
         ids="EXP-4",
         expected="a function whose description starts with [MCP server docs, tool query]",
-        actual=f"descriptions offered: {[str(t.get('description', ''))[:60] for t in body.get('tools', [])]}",
+        actual=(
+            "descriptions offered: "
+            f"{[str(t.get('description', ''))[:60] for t in body.get('tools', [])]}"
+        ),
     )
     description = str(offered.get("description"))
     check(
@@ -312,7 +324,8 @@ def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, mo
 
 @pytest.mark.requirements("EXP-5")
 def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, model):
-    """MCP tools are offered beside the client's built-in tools in every model request of a session."""
+    """MCP tools are offered beside the client's built-in tools in every model request of
+    a session."""
     docs = http_mock(spec("docs", [tool("query")]))
     host.add_http("docs", docs)
     running = host.start()

@@ -90,7 +90,10 @@ def test_plain_http_to_a_remote_host_is_refused_at_once(host, http_mock, timeout
     check(
         running.elapsed < min(timeouts.connect, connect / 2),
         ids="NET-1",
-        expected=f"refused without a connection attempt: start well under the {connect:.1f} s connect timeout",
+        expected=(
+            "refused without a connection attempt: "
+            f"start well under the {connect:.1f} s connect timeout"
+        ),
         actual=f"start took {running.elapsed:.2f} s",
     )
 
@@ -117,7 +120,10 @@ def test_plain_http_to_loopback_names_is_accepted(host, http_mock, model):
         and by_name.journal.count("tools/call") == 1,
         ids="NET-1",
         expected="a call over plain HTTP to localhost completes",
-        actual=f"statuses {[c.status for c in turn.calls]}, {by_name.journal.count('tools/call')} tools/call",
+        actual=(
+            f"statuses {[c.status for c in turn.calls]}, "
+            f"{by_name.journal.count('tools/call')} tools/call"
+        ),
     )
 
 
@@ -165,7 +171,8 @@ def test_certificates_are_verified(host, http_mock, model):
 
 @pytest.mark.requirements("NET-2")
 def test_certificate_not_trusted_without_its_ca(host, http_mock):
-    """HTTPS certificates are verified: without the CA, the throwaway CA's certificate is refused."""
+    """HTTPS certificates are verified: without the CA,
+    the throwaway CA's certificate is refused."""
     server = http_mock(tool_spec("private-ca"), tls="trusted")
     host.add_http("private-ca", server)
     running = host.start(ca_file=None)
@@ -174,8 +181,13 @@ def test_certificate_not_trusted_without_its_ca(host, http_mock):
     check(
         status is not None and not status.connected and not server.journal.entries(kind="http"),
         ids="NET-2",
-        expected="a certificate from a CA the client was not given: unavailable, no request completed",
-        actual=f"{status_text(status)}; {len(server.journal.entries(kind='http'))} request(s) reached it",
+        expected=(
+            "a certificate from a CA the client was not given: unavailable, no request completed"
+        ),
+        actual=(
+            f"{status_text(status)}; "
+            f"{len(server.journal.entries(kind='http'))} request(s) reached it"
+        ),
     )
 
 
@@ -203,8 +215,14 @@ def test_redirect_at_connect_is_not_followed(host, http_mock, secrets):
     check(
         not followed,
         ids="NET-3",
-        expected="the redirect target's journal empty: no redirect (301, 302, 307, 308) followed at connect",
-        actual=f"{len(followed)} request(s) reached the target; headers of: {', '.join(leaked) or 'none'}",
+        expected=(
+            "the redirect target's journal empty: "
+            "no redirect (301, 302, 307, 308) followed at connect"
+        ),
+        actual=(
+            f"{len(followed)} request(s) reached the target; "
+            f"headers of: {', '.join(leaked) or 'none'}"
+        ),
     )
     for code in REDIRECTS:
         status = running.status(f"r{code}")
@@ -267,7 +285,10 @@ def test_redirect_at_call_is_not_followed(host, http_mock, model, secrets):
         not followed,
         ids="NET-3",
         expected="the redirect target's journal empty: no redirect followed at call time",
-        actual=f"{len(followed)} request(s) reached the target; headers of: {', '.join(leaked) or 'none'}",
+        actual=(
+            f"{len(followed)} request(s) reached the target; "
+            f"headers of: {', '.join(leaked) or 'none'}"
+        ),
     )
     completed = [c.tool for c in turn.calls if c.status == "completed"]
     check(

@@ -2,11 +2,12 @@
 
 Strategy: what counts is what the model is told, so the primary evidence is the model
 journal: the mock model journals the call_ids of every call it makes, and the case reads
-the paired `function_call_output` of the next request (`mcp_host_conformance.harness.observe.status_problem`).
-The status must be stated in that output (a labelled `status: X` must be X; otherwise the
-word must appear), and the adapter's Turn must report it too. Cases check the rule's
-status names and the facts it requires (the server's message, the omitted data absent,
-the size), never the reference client's wording or framing.
+the paired `function_call_output` of the next request
+(`mcp_host_conformance.harness.observe.status_problem`). The status must be stated in
+that output (a labelled `status: X` must be X; otherwise the word must appear), and the
+adapter's Turn must report it too. Cases check the rule's status names and the facts it
+requires (the server's message, the omitted data absent, the size), never the reference
+client's wording or framing.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ MAY_HAVE_ACTED = re.compile(
 )
 # ...and the call must not be retried automatically.
 NO_RETRY = re.compile(
-    r"(\b(not|never|no|don't|do not|must not|mustn't|should not|shouldn't)\b[^.]{0,60}?\bretr(y|ied|ies|ying)\b)"
+    r"(\b(not|never|no|don't|do not|must not|mustn't|should not|shouldn't)\b"
+    r"[^.]{0,60}?\bretr(y|ied|ies|ying)\b)"
     r"|(\bretr(y|ied|ies|ying)\b[^.]{0,40}?\b(not|never|forbidden|prohibited|unsafe|disabled)\b)",
     re.IGNORECASE,
 )
@@ -111,7 +113,8 @@ def test_text_content_is_completed_in_order(host, http_mock, model):
 
 @pytest.mark.requirements("RES-2")
 def test_binary_content_is_omitted(host, http_mock, model, secrets):
-    """Image, audio and binary (blob) content is marked as omitted; its data never reaches the model."""
+    """Image, audio and binary (blob) content is marked as omitted;
+    its data never reaches the model."""
     data = {
         kind: base64.b64encode(secrets.new(kind).encode()).decode()
         for kind in ("image", "audio", "blob")
@@ -249,7 +252,8 @@ def test_structured_content_used_without_text(host, http_mock, model):
 
 @pytest.mark.requirements("RES-5")
 def test_errors_are_failed_with_the_servers_message(host, http_mock, model):
-    """A JSON-RPC error, or a result with `isError: true`, gives status `failed` with the server's message."""
+    """A JSON-RPC error, or a result with `isError: true`,
+    gives status `failed` with the server's message."""
     flagged = "disk quota exceeded on volume Q7"
     rpc = "index shard-42 is offline"
     docs = http_mock(
@@ -423,7 +427,10 @@ def test_cancelled_call_is_unknown(host, http_mock, model, timeouts):
         told - sent < long_timeout / 2,
         ids="RES-9",
         expected="the cancel ends the call (not its timeout)",
-        actual=f"the model was told {told - sent:.1f} s after the call (call timeout {long_timeout:g} s)",
+        actual=(
+            f"the model was told {told - sent:.1f} s after the call "
+            f"(call timeout {long_timeout:g} s)"
+        ),
     )
 
 
@@ -447,7 +454,10 @@ def test_result_over_64_kib_is_output_limit(host, http_mock, model):
     check(
         size <= OUTPUT_LIMIT + FRAMING_SLACK,
         ids="RES-10",
-        expected=f"at most 64 KiB of the result (output ≤ {OUTPUT_LIMIT + FRAMING_SLACK} bytes with framing)",
+        expected=(
+            "at most 64 KiB of the result "
+            f"(output ≤ {OUTPUT_LIMIT + FRAMING_SLACK} bytes with framing)"
+        ),
         actual=f"the model received {size} bytes",
     )
     head = result[:8000]
@@ -520,7 +530,10 @@ def test_every_call_gets_exactly_one_output(host, http_mock, model):
     check(
         all(n == 1 for n in counts.values()),
         ids="RES-11",
-        expected="exactly one output per call_id in the next request (completed, failed, denied, unknown)",
+        expected=(
+            "exactly one output per call_id in the next request "
+            "(completed, failed, denied, unknown)"
+        ),
         actual=", ".join(f"{c['name']}({c['arguments']}): {counts[c['call_id']]}" for c in made),
     )
 

@@ -89,7 +89,10 @@ def test_uncertain_call_is_never_sent_twice(host, http_mock, stdio_mock, model, 
     check(
         after_turn == 1 and after_next == 1,
         ids="RETRY-1",
-        expected=f"exactly one tools/call after a {cause}, across {timeouts.grace:g} s and the next question",
+        expected=(
+            f"exactly one tools/call after a {cause}, "
+            f"across {timeouts.grace:g} s and the next question"
+        ),
         actual=f"{after_turn} after the turn, {after_next} after the next question",
     )
 
@@ -155,7 +158,10 @@ def test_declined_acknowledgement_keeps_question_and_session(host, http_mock, mo
         after_decline == before and not declined.question_sent,
         ids="RETRY-3",
         expected="a declined acknowledgement keeps the question unsent",
-        actual=f"{after_decline - before} model request(s) after declining; question_sent={declined.question_sent}",
+        actual=(
+            f"{after_decline - before} model request(s) after declining; "
+            f"question_sent={declined.question_sent}"
+        ),
     )
     prompts_before = len(host.acknowledgements)
 

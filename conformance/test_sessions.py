@@ -171,7 +171,9 @@ def test_result_is_shown_saved_and_sent(host, http_mock, model):
         and ok_text in shown.get("completed", "")
         and failed_text in shown.get("failed", ""),
         ids="SESS-1",
-        expected="both results shown to the user: completed with its output, failed with its message",
+        expected=(
+            "both results shown to the user: completed with its output, failed with its message"
+        ),
         actual=f"shown: {[(c.status, c.output[:80]) for c in turn.calls]}",
     )
     saved = text_of_files(stopped.session_files)
@@ -184,7 +186,10 @@ def test_result_is_shown_saved_and_sent(host, http_mock, model):
         bool(stopped.session_files) and not missing,
         ids="SESS-1",
         expected="both outputs saved in the session files the client reported",
-        actual=f"{len(stopped.session_files)} session file(s); missing the {', '.join(missing) or 'none'} output",
+        actual=(
+            f"{len(stopped.session_files)} session file(s); "
+            f"missing the {', '.join(missing) or 'none'} output"
+        ),
     )
     bodies = model_requests(model)
     sent = function_call_outputs(bodies[1]) if len(bodies) > 1 else {}
@@ -234,7 +239,10 @@ def test_reopens_with_its_servers_removed_without_calling_them(host, http_mock, 
         len(docs.journal.entries()) == docs_seen,
         ids="SESS-2",
         expected="nothing sent to the removed HTTP server while reopening or after",
-        actual=f"{len(docs.journal.entries()) - docs_seen} new request(s): {docs.journal.methods()[docs_seen:]}",
+        actual=(
+            f"{len(docs.journal.entries()) - docs_seen} new request(s): "
+            f"{docs.journal.methods()[docs_seen:]}"
+        ),
     )
     check(
         len(local.process_entries()) == local_starts and len(local.journal.entries()) == local_seen,
@@ -306,7 +314,9 @@ def test_reopening_never_repeats_a_call(host, http_mock, stdio_mock, model, time
     check(
         calls == 1,
         ids="SESS-2",
-        expected="still one tools/call after reopening (the recorded call is not replayed to the server)",
+        expected=(
+            "still one tools/call after reopening (the recorded call is not replayed to the server)"
+        ),
         actual=f"{calls} tools/call",
     )
 
@@ -344,7 +354,10 @@ def test_reopened_session_replays_call_and_paired_output(host, http_mock, model)
         first.call_id is not None and first.output is not None,
         ids="SESS-3",
         expected="the first run sent the model the call and its output (same call_id)",
-        actual=f"call_id {'found' if first.call_id else 'missing'}, output {'found' if first.output is not None else 'missing'}",
+        actual=(
+            f"call_id {'found' if first.call_id else 'missing'}, "
+            f"output {'found' if first.output is not None else 'missing'}"
+        ),
     )
     host.remove("docs")  # reopen with no MCP tools at all
     requests_before = len(model_requests(model))
@@ -356,7 +369,9 @@ def test_reopened_session_replays_call_and_paired_output(host, http_mock, model)
     check(
         not problems,
         ids="SESS-3",
-        expected="the earlier function_call and its function_call_output (same call_id, same output)",
+        expected=(
+            "the earlier function_call and its function_call_output (same call_id, same output)"
+        ),
         actual="; ".join(problems),
     )
 
@@ -408,7 +423,10 @@ def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
     check(
         not problems,
         ids="SESS-4",
-        expected="the earlier call (to a tool that no longer exists) and its output carried, new tools offered",
+        expected=(
+            "the earlier call (to a tool that no longer exists) and its output carried, "
+            "new tools offered"
+        ),
         actual="; ".join(problems),
     )
     check(

@@ -80,7 +80,10 @@ def test_arguments_arrive_verbatim(host, stdio_mock, project):
     check(
         entry.argv == server.command[1:] + SHELL_BAIT,
         ids="STDIO-1",
-        expected="the configured command line, then the arguments, unchanged (argv as the script sees it)",
+        expected=(
+            "the configured command line, then the arguments, unchanged "
+            "(argv as the script sees it)"
+        ),
         actual=f"argv {entry.argv!r}",
     )
     status = running.status("verbatim")
@@ -194,7 +197,9 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
         statuses == ["completed"] and server.journal.count("tools/call") == 1,
         ids="STDIO-4",
         expected="its call (flooding stderr again before answering) completes",
-        actual=f"call statuses {statuses}, {server.journal.count('tools/call')} tools/call received",
+        actual=(
+            f"call statuses {statuses}, {server.journal.count('tools/call')} tools/call received"
+        ),
     )
     floods = server.journal.entries(
         kind="event", where=lambda e: e.extra.get("event") == "stderr-flooded"
@@ -245,7 +250,9 @@ def test_server_and_its_group_are_reaped_on_exit(host, stdio_mock, timeouts):
         check(
             reaped,
             ids="STDIO-5",
-            expected=f"the server's process gone (stopped and reaped) within {grace:.1f} s after stop",
+            expected=(
+                f"the server's process gone (stopped and reaped) within {grace:.1f} s after stop"
+            ),
             actual=f"it is still {process_state(entry.pid)}",
         )
         # The child was orphaned to init when the server died: it cannot be the client's to
@@ -308,12 +315,16 @@ def test_broken_stdio_servers_are_unavailable_and_others_work(host, stdio_mock, 
         offered,
         ids="STDIO-6",
         expected="the healthy server's tool offered to the model",
-        actual=f"{len(bodies)} model request(s); the tool {'offered' if offered else 'not offered'}",
+        actual=(
+            f"{len(bodies)} model request(s); the tool {'offered' if offered else 'not offered'}"
+        ),
     )
     statuses = [c.status for c in turn.calls]
     check(
         statuses == ["completed"] and healthy.journal.count("tools/call") == 1,
         ids="STDIO-6",
         expected="a call to the healthy server completes",
-        actual=f"call statuses {statuses}, {healthy.journal.count('tools/call')} tools/call received",
+        actual=(
+            f"call statuses {statuses}, {healthy.journal.count('tools/call')} tools/call received"
+        ),
     )

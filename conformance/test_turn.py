@@ -98,7 +98,9 @@ def test_limit_counts_calls_to_every_server(host, http_mock, model, timeouts):
         sum(counts) <= LIMIT,
         ids="TURN-1",
         expected=f"at most {LIMIT} tools/call in one turn, both servers together",
-        actual=f"{counts[0]} + {counts[1]} = {sum(counts)} tools/call, {shown} confirmations; {ended}",
+        actual=(
+            f"{counts[0]} + {counts[1]} = {sum(counts)} tools/call, {shown} confirmations; {ended}"
+        ),
     )
 
 

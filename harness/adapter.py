@@ -2,10 +2,10 @@
 
 Strategy: the harness talks to every host through `Adapter` and `ClientSession`, plain
 synchronous calls with plain dataclasses, so an in-process Python adapter and the
-out-of-process driver protocol (`mcp_host_conformance.harness.driver`) are the same thing seen from the suite.
-An adapter translates; it never decides. A rule the host breaks must stay broken through
-the adapter, and the suite checks what it can through the mocks' journals rather than
-through the adapter's word.
+out-of-process driver protocol (`mcp_host_conformance.harness.driver`) are the same
+thing seen from the suite. An adapter translates; it never decides. A rule the host
+breaks must stay broken through the adapter, and the suite checks what it can through
+the mocks' journals rather than through the adapter's word.
 
 Threading: `ClientSession.ask` blocks until the turn ends. The harness may call
 `ClientSession.cancel` from another thread while `ask` is blocked. The approval and

@@ -1,13 +1,14 @@
 """The main command, `mcp-host-conformance`: run the suite, list the requirements.
 
 Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
-`pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run in-process (no second
-interpreter start, and `-n N` hands over to xdist as usual); the table, the JSON report,
-the baseline and the exit status all come from `mcp_host_conformance.harness.reporting`, so the command and a
-plain pytest invocation behave the same. `requirements` collects the same package (collect
-only) and reads each case's `requirements` marker, so the coverage it shows is the one a
-run would have. Building the pytest arguments and rendering the listing are pure
-functions; only `main` touches pytest and the terminal.
+`pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
+in-process (no second interpreter start, and `-n N` hands over to xdist as usual); the
+table, the JSON report, the baseline and the exit status all come from
+`mcp_host_conformance.harness.reporting`, so the command and a plain pytest invocation
+behave the same. `requirements` collects the same package (collect only) and reads each
+case's `requirements` marker, so the coverage it shows is the one a run would have.
+Building the pytest arguments and rendering the listing are pure functions; only `main`
+touches pytest and the terminal.
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run the suite against a client",
-        description="Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) against a client; "
-        "prints a table by requirement area and the failures. Exit status: 0 when no MUST "
-        "requirement fails (and no SHOULD one with --strict) and the baseline is up to date. "
-        "Arguments after `--` go to pytest unchanged.",
+        description=(
+            "Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) "
+            "against a client; prints a table by requirement area and the failures. "
+            "Exit status: 0 when no MUST requirement fails (and no SHOULD one with --strict) "
+            "and the baseline is up to date. Arguments after `--` go to pytest unchanged."
+        ),
     )
     who = run.add_mutually_exclusive_group()
     who.add_argument(

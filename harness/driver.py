@@ -324,7 +324,8 @@ class _DriverSession:
 
 
 class DriverAdapter:
-    """An `mcp_host_conformance.harness.adapter.Adapter` for a host driven by `command` (split with shlex, no shell)."""
+    """An `mcp_host_conformance.harness.adapter.Adapter` for a host driven by `command`
+    (split with shlex, no shell)."""
 
     def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         try:

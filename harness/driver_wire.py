@@ -2,10 +2,11 @@
 
 Strategy: the adapter contract's dataclasses cross the wire as JSON objects with the same
 field names (paths as strings, profiles as a list, a server config tagged with `type`), so
-the protocol documentation is the dataclass definitions in `mcp_host_conformance.harness.adapter`. Decoding is
-strict: a field of the wrong type is a `WireError` naming the field, which the harness
-reports as the client's failure rather than letting a half-filled record reach a case.
-Pure functions only; the I/O lives in `mcp_host_conformance.harness.driver` and `mcp_host_conformance.harness.driver_server`.
+the protocol documentation is the dataclass definitions in
+`mcp_host_conformance.harness.adapter`. Decoding is strict: a field of the wrong type is a
+`WireError` naming the field, which the harness reports as the client's failure rather
+than letting a half-filled record reach a case. Pure functions only; the I/O lives in
+`mcp_host_conformance.harness.driver` and `mcp_host_conformance.harness.driver_server`.
 """
 
 from __future__ import annotations

@@ -183,7 +183,8 @@ def project(case: Case) -> Path:
 
 @pytest.fixture
 def model(case: Case) -> Any:
-    """A mock Responses service (`mcp_host_conformance.mocks.responses.MockResponses`), started for this case."""
+    """A mock Responses service (`mcp_host_conformance.mocks.responses.MockResponses`),
+    started for this case."""
     from mcp_host_conformance.mocks.responses import MockResponses
 
     service = MockResponses()
@@ -208,7 +209,8 @@ def http_mock(case: Case) -> Callable[..., Any]:
 
 @pytest.fixture
 def stdio_mock(case: Case) -> Callable[..., Any]:
-    """Factory: `stdio_mock(spec)` prepares a StdioMock in its own work dir (the client starts it)."""
+    """Factory: `stdio_mock(spec)` prepares a StdioMock in its own work dir
+    (the client starts it)."""
     from mcp_host_conformance.mocks.stdio_server import StdioMock
 
     def prepare(spec: Any) -> Any:

@@ -41,7 +41,8 @@ class HarnessTimeout(AssertionError):
 
 
 def bounded(what: str, call: Callable[[], Any], bound: float) -> Any:
-    """Run `call` in a daemon thread; its result, its exception, or HarnessTimeout after `bound` s."""
+    """Run `call` in a daemon thread; its result, its exception,
+    or HarnessTimeout after `bound` s."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
@@ -137,7 +138,8 @@ class Running:
         bound: float | None = None,
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
-        a callable(Confirmation) -> str. `acknowledge`: True / False / a list / a callable(str) -> bool."""
+        a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
+        a callable(str) -> bool."""
         approver = _policy(approve, "")
         acknowledger = _policy(acknowledge, False)
 
@@ -272,7 +274,8 @@ class Host:
         return replace(options, **overrides)
 
     def start(self, **overrides: Any) -> Running:
-        """Start the client (StartOptions fields may be overridden, e.g. resume=, connect_timeout=)."""
+        """Start the client (StartOptions fields may be overridden,
+        e.g. resume=, connect_timeout=)."""
         options = self.options(**overrides)
         began = time.monotonic()
         session = bounded(

@@ -6,9 +6,10 @@ variable (as fsspec's abstract tests and array-api-tests do), never by editing t
 `mcp_host_conformance.adapters`; the object may be an adapter, a class or a factory
 taking no arguments. A name not found there is looked up in the zoos: entry points of the
 group `mcp_host_conformance.zoos`, each loading a mapping of name -> zero-argument factory
-(the project's broken clients are one such zoo). `--client-cmd` starts any program that speaks the driver protocol
-(`mcp_host_conformance.harness.driver`). Everything that can go wrong raises `LoadError` with the fix in its
-message, so the plugin can turn it into one clear usage error.
+(the project's broken clients are one such zoo). `--client-cmd` starts any program that
+speaks the driver protocol (`mcp_host_conformance.harness.driver`). Everything that can go
+wrong raises `LoadError` with the fix in its message, so the plugin can turn it into one
+clear usage error.
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def resolve_client(spec: str) -> Any:
         known = ", ".join(sorted(points)) or "none installed"
         zoo_known = ", ".join(sorted(zoo)) or "none installed"
         raise LoadError(
-            f"--client {spec!r}: no adapter of that name in entry-point group {ENTRY_POINT_GROUP!r} "
-            f"(installed: {known}) nor in the zoos of group {ZOO_GROUP!r} (installed: {zoo_known}); "
-            "give module:attr instead"
+            f"--client {spec!r}: no adapter of that name in entry-point group "
+            f"{ENTRY_POINT_GROUP!r} (installed: {known}) nor in the zoos of group {ZOO_GROUP!r} "
+            f"(installed: {zoo_known}); give module:attr instead"
         )
     try:
         return points[spec].load()
@@ -146,7 +147,8 @@ def load_adapter(
             from mcp_host_conformance.harness.driver import DriverAdapter
         except ImportError as exc:
             raise LoadError(
-                f"--client-cmd needs mcp_host_conformance.harness.driver, which failed to import: {exc}"
+                "--client-cmd needs mcp_host_conformance.harness.driver, "
+                f"which failed to import: {exc}"
             ) from exc
         return DriverAdapter(client_cmd)
     assert client is not None

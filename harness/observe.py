@@ -3,7 +3,8 @@
 Strategy: cases check rules, not the reference client's way of meeting them, so an MCP
 tool is found in a model request by its label `[MCP server S, tool T]` (EXP-4), never by
 assuming the exposed name. These are pure functions of the mock Responses service's
-journal entries and request bodies (see `mcp_host_conformance.mocks.model_script` for the body readers).
+journal entries and request bodies (see `mcp_host_conformance.mocks.model_script` for
+the body readers).
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 Strategy: a thin plugin in the style of respx's and anyio's. Options live in one group,
 markers are registered in `pytest_configure` (so `--strict-markers` accepts them), and
-the fixtures live in `mcp_host_conformance.harness.fixtures`, imported here so `pytest --pyargs mcp_host_conformance.conformance`
-works from any directory. The plugin is loaded for every pytest run in an environment
-where the package is installed, so it stays inert until a conformance case is collected:
-only then is the client loaded (once per process) and described. The reporting side
-(outcomes, tables, JSON, baseline, exit status) is `mcp_host_conformance.harness.reporting.ReportingPlugin`,
-registered here when it is importable.
+the fixtures live in `mcp_host_conformance.harness.fixtures`, imported here so
+`pytest --pyargs mcp_host_conformance.conformance` works from any directory. The plugin
+is loaded for every pytest run in an environment where the package is installed, so it
+stays inert until a conformance case is collected: only then is the client loaded (once
+per process) and described. The reporting side (outcomes, tables, JSON, baseline, exit
+status) is `mcp_host_conformance.harness.reporting.ReportingPlugin`, registered here
+when it is importable.
 
 A conformance case is any test with a `requirements` marker, or any test in a module of a
 directory named `conformance`; the latter must carry the marker.
@@ -29,10 +30,18 @@ GROUP = "mcp-host-conformance"
 TIMEOUT_SCALE_ENV = "MCP_HOST_CONFORMANCE_TIMEOUT_SCALE"
 
 MARKERS = {
-    "requirements": "requirements(*ids): the requirement IDs a conformance case checks, e.g. requirements('APR-2')",
-    "profile": "profile(name): the case belongs to an optional profile; not applicable unless the client claims it",
+    "requirements": (
+        "requirements(*ids): the requirement IDs a conformance case checks, "
+        "e.g. requirements('APR-2')"
+    ),
+    "profile": (
+        "profile(name): the case belongs to an optional profile; "
+        "not applicable unless the client claims it"
+    ),
     "slow": "slow: the case waits for a real default timeout; runs only with --run-slow",
-    "needs_cancel": "needs_cancel: the case cancels a call; not applicable unless describe().can_cancel",
+    "needs_cancel": (
+        "needs_cancel: the case cancels a call; not applicable unless describe().can_cancel"
+    ),
 }
 
 _ADAPTER = pytest.StashKey[Adapter]()
@@ -45,8 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--client",
         default=None,
-        help="the client under test: module:attr or an adapter entry-point name "
-        "(group mcp_host_conformance.adapters); default: $MCP_HOST_CONFORMANCE_CLIENT or 'reference'",
+        help=(
+            "the client under test: module:attr or an adapter entry-point name "
+            "(group mcp_host_conformance.adapters); "
+            "default: $MCP_HOST_CONFORMANCE_CLIENT or 'reference'"
+        ),
     )
     group.addoption(
         "--client-cmd",
@@ -219,7 +231,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     pytest.skip(f"{NOT_APPLICABLE_PREFIX}profile {profile} not claimed by {d.name}")
         if needs_cancel and not d.can_cancel:
             pytest.skip(
-                f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call (describe().can_cancel is false)"
+                f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call "
+                "(describe().can_cancel is false)"
             )
     if item.get_closest_marker("slow") is not None and not item.config.getoption("--run-slow"):
         pytest.skip("slow: waits for a real default timeout; run with --run-slow")

@@ -293,7 +293,8 @@ class _Accumulating:
 
 
 class ReportingPlugin:
-    """The reporting hooks; registered by `mcp_host_conformance.harness.plugin` as "mcp-host-conformance-reporting"."""
+    """The reporting hooks; registered by `mcp_host_conformance.harness.plugin` as
+    "mcp-host-conformance-reporting"."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -492,7 +493,8 @@ def _described_client(config: pytest.Config) -> Description | None:
 def strict_mode(config: pytest.Config) -> bool:
     """Whether SHOULD failures fail the run. pytest owns the option name `--strict` (pytest 9
     sets the "strict" ini value with it), so the suite reads pytest's own flag; the same rule
-    as `mcp_host_conformance.harness.plugin.strict_mode`, kept here so reporting works without the plugin."""
+    as `mcp_host_conformance.harness.plugin.strict_mode`, kept here so reporting works
+    without the plugin."""
     try:
         if config.getini("strict"):
             return True

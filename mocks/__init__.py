@@ -2,7 +2,8 @@
 
 Kept import-light on purpose: the stdio mock imports this package and must be ready
 within 150 ms, so nothing here imports the `mcp` SDK or a web framework. Import the
-submodules you need (`mcp_host_conformance.mocks.http_server`, `mcp_host_conformance.mocks.stdio_server`, `mcp_host_conformance.mocks.responses`,
+submodules you need (`mcp_host_conformance.mocks.http_server`,
+`mcp_host_conformance.mocks.stdio_server`, `mcp_host_conformance.mocks.responses`,
 `mcp_host_conformance.mocks.catalog`).
 """
 

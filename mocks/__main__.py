@@ -1,9 +1,11 @@
-"""`python -m mcp_host_conformance.mocks`: list the named mocks, or serve some of them until Ctrl-C / SIGTERM.
+"""`python -m mcp_host_conformance.mocks`: list the named mocks,
+or serve some of them until Ctrl-C / SIGTERM.
 
-Strategy: a thin shell over `mcp_host_conformance.mocks.catalog`. Each started mock prints one line once it is
-ready (with `--json`, one JSON object per line), so a script can read the lines and point
-a host at them. Mistakes a person makes (an unknown name, a malformed spec file) get one
-line on stderr naming the problem and exit code 2; nothing is left running.
+Strategy: a thin shell over `mcp_host_conformance.mocks.catalog`. Each started mock
+prints one line once it is ready (with `--json`, one JSON object per line), so a script
+can read the lines and point a host at them. Mistakes a person makes (an unknown name, a
+malformed spec file) get one line on stderr naming the problem and exit code 2; nothing
+is left running.
 """
 
 from __future__ import annotations
@@ -20,18 +22,23 @@ from typing import Any
 
 USAGE_ERROR = 2
 
-DESCRIPTION = """\
-Mock MCP servers (Streamable HTTP, HTTPS, stdio) and a mock OpenAI Responses service,
-each keeping a journal of what it received. All bind 127.0.0.1 on ephemeral ports.
-
-  python -m mcp_host_conformance.mocks list                      every mock, with one line on what it does
-  python -m mcp_host_conformance.mocks serve healthy tls         start some; one line per mock once ready
-  python -m mcp_host_conformance.mocks serve --all --json        all of them, one JSON object per line
-  python -m mcp_host_conformance.mocks serve --spec my.toml      serve your own spec file (JSON or TOML)
-
-HTTP mocks serve their journal at GET /__journal and clear it with POST /__reset.
-A stdio mock is not started here: its line gives the command a host should run, and
-its journal is a JSON-lines file. Ctrl-C or SIGTERM stops everything."""
+DESCRIPTION = (
+    "Mock MCP servers (Streamable HTTP, HTTPS, stdio) and a mock OpenAI Responses service,\n"
+    "each keeping a journal of what it received. All bind 127.0.0.1 on ephemeral ports.\n"
+    "\n"
+    "  python -m mcp_host_conformance.mocks list                      "
+    "every mock, with one line on what it does\n"
+    "  python -m mcp_host_conformance.mocks serve healthy tls         "
+    "start some; one line per mock once ready\n"
+    "  python -m mcp_host_conformance.mocks serve --all --json        "
+    "all of them, one JSON object per line\n"
+    "  python -m mcp_host_conformance.mocks serve --spec my.toml      "
+    "serve your own spec file (JSON or TOML)\n"
+    "\n"
+    "HTTP mocks serve their journal at GET /__journal and clear it with POST /__reset.\n"
+    "A stdio mock is not started here: its line gives the command a host should run, and\n"
+    "its journal is a JSON-lines file. Ctrl-C or SIGTERM stops everything."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,7 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in CATALOG]
     if unknown:
         return _fail(
-            f"unknown mock {', '.join(map(repr, unknown))}; `python -m mcp_host_conformance.mocks list` shows the names"
+            f"unknown mock {', '.join(map(repr, unknown))}; "
+            "`python -m mcp_host_conformance.mocks list` shows the names"
         )
     specs = []
     for path in args.spec:

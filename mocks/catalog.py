@@ -536,7 +536,8 @@ def start(entry: CatalogEntry | str, workdir: str | os.PathLike[str] | None = No
     if isinstance(entry, str):
         if entry not in CATALOG:
             raise KeyError(
-                f"unknown mock {entry!r}; `python -m mcp_host_conformance.mocks list` shows the names"
+                f"unknown mock {entry!r}; "
+                "`python -m mcp_host_conformance.mocks list` shows the names"
             )
         entry = CATALOG[entry]
     if entry.kind == "responses":

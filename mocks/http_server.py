@@ -2,12 +2,13 @@
 
 Strategy: one asyncio server at the socket level, on its own event loop in a background
 thread, so a test (synchronous or not) can start it in milliseconds and read its journal
-while it runs. It parses HTTP itself (`mcp_host_conformance.mocks._http`) because several misbehaviours live
-below what an ASGI app can do: a TCP reset right after a `tools/call` was read, a stall
-with the connection held open, a response over any sane size limit. The MCP protocol is
-answered by the pure functions of `mcp_host_conformance.mocks._rpc`; this module adds the transport rules of
-Streamable HTTP (sessions, SSE or JSON responses, the GET stream for server
-notifications, DELETE) and applies the spec's `Misbehaviour`.
+while it runs. It parses HTTP itself (`mcp_host_conformance.mocks._http`) because
+several misbehaviours live below what an ASGI app can do: a TCP reset right after a
+`tools/call` was read, a stall with the connection held open, a response over any sane
+size limit. The MCP protocol is answered by the pure functions of
+`mcp_host_conformance.mocks._rpc`; this module adds the transport rules of Streamable
+HTTP (sessions, SSE or JSON responses, the GET stream for server notifications, DELETE)
+and applies the spec's `Misbehaviour`.
 
 Every request is journalled before anything else happens to it, so a case can always see
 what arrived, even at a mock that then rejects, redirects or drops it.

@@ -6,8 +6,8 @@ of the step and the request body (`plan_reply`): a call names its tool by the la
 `[MCP server S, tool T]` that starts the offered function's description, or by exact
 name, and is resolved against the tools the client actually offered, so a script works
 whatever exposed name (hash suffix and all) a host chose. Nothing here does I/O; the
-service (`mcp_host_conformance.mocks.responses`) keeps the state (which step is next, what the autopilot has
-already called).
+service (`mcp_host_conformance.mocks.responses`) keeps the state (which step is next,
+what the autopilot has already called).
 """
 
 from __future__ import annotations

@@ -3,18 +3,20 @@
 Strategy: `MockResponses` is a real HTTP server on 127.0.0.1 (for any host, in any
 language) and `responses_router` is a respx router (for in-process httpx clients); both
 call the same `ResponsesService`, so they answer alike. What the model says comes from a
-script of `Step`s (see `mcp_host_conformance.mocks.model_script`); with no script it plays an autopilot that
-calls each offered MCP tool once and then answers in text. Every request is journalled
-whole (headers and parsed body) before it is judged, so a case sees what a host sent
-even when the service rejected it.
+script of `Step`s (see `mcp_host_conformance.mocks.model_script`); with no script it
+plays an autopilot that calls each offered MCP tool once and then answers in text. Every
+request is journalled whole (headers and parsed body) before it is judged, so a case
+sees what a host sent even when the service rejected it.
 
     with MockResponses() as model:
-        model.script([Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")])
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")]
+        )
         ... point the host at model.url with model.api_key ...
         model.requests()   # the bodies it received
 
-Standalone: `python -m mcp_host_conformance.mocks.responses [--script FILE]` prints one JSON line with the
-url, key and journal URL, then serves until Ctrl-C / SIGTERM.
+Standalone: `python -m mcp_host_conformance.mocks.responses [--script FILE]` prints one
+JSON line with the url, key and journal URL, then serves until Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Strategy: the socket-level `HttpMock` is what the suite relies on, because it mu
 misbehave; this variant shows the same tools through the SDK's own Streamable HTTP
 stack (`Server.streamable_http_app` under uvicorn), so a host can be checked against a
 server nobody here wrote the protocol of. It answers from the same pure functions as
-`HttpMock` (`mcp_host_conformance.mocks._rpc`), parsed into the SDK's types, so it can only serve specs the SDK
-accepts: no misbehaviour, object schemas only. A pure ASGI middleware journals every
-request the same way `HttpMock` does.
+`HttpMock` (`mcp_host_conformance.mocks._rpc`), parsed into the SDK's types, so it can
+only serve specs the SDK accepts: no misbehaviour, object schemas only. A pure ASGI
+middleware journals every request the same way `HttpMock` does.
 """
 
 from __future__ import annotations

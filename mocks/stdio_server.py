@@ -1,12 +1,14 @@
 """The stdio mock MCP server: a process speaking newline-delimited JSON-RPC on stdin/stdout.
 
 Strategy: it must answer `initialize` within 150 ms of spawn, so its start path imports
-only the standard library, `mcp_host_conformance.mocks.spec`, `mcp_host_conformance.mocks.journal` and the pure protocol functions
-of `mcp_host_conformance.mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It serves a `ServerSpec`
-exactly as the HTTP mock does (same `_rpc` answers), and journals to a JSON-lines file
-(`FileJournal`) because the reader lives in another process: one kind="process" entry at
-start (argv verbatim, the whole environment, pid, pgid, cwd), one kind="rpc" entry per line
-received, kind="event" entries for what it did (flood, exit, signal).
+only the standard library, `mcp_host_conformance.mocks.spec`,
+`mcp_host_conformance.mocks.journal` and the pure protocol functions of
+`mcp_host_conformance.mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It
+serves a `ServerSpec` exactly as the HTTP mock does (same `_rpc` answers), and journals
+to a JSON-lines file (`FileJournal`) because the reader lives in another process: one
+kind="process" entry at start (argv verbatim, the whole environment, pid, pgid, cwd),
+one kind="rpc" entry per line received, kind="event" entries for what it did (flood,
+exit, signal).
 
 Misbehaviours: `stderr_flood` is written synchronously on the main thread, at start and
 before each `tools/call` answer. That is deliberate (STDIO-4): a client that neither

@@ -1,4 +1,5 @@
-"""`python -m mcp_host_conformance.reference_client`: the same as the `mcp-reference-host` command."""
+"""`python -m mcp_host_conformance.reference_client`:
+the same as the `mcp-reference-host` command."""
 
 import sys
 

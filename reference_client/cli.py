@@ -48,7 +48,10 @@ __all__ = ["main"]
 PROG = "mcp-reference-host"
 DEFAULT_MODEL_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-BANNER = "mcp-reference-host chat. Type your question; /exit or Ctrl-D leaves, Ctrl-C cancels a running call."
+BANNER = (
+    "mcp-reference-host chat. Type your question; /exit or Ctrl-D leaves, "
+    "Ctrl-C cancels a running call."
+)
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -262,7 +265,8 @@ def _secret_values(
     for name in names:
         if not pattern.match(name):
             raise UsageError(
-                f"{flag} takes a {kind} name only (like {'X-Api-Key' if kind == 'header' else 'API_TOKEN'}); "
+                f"{flag} takes a {kind} name only "
+                f"(like {'X-Api-Key' if kind == 'header' else 'API_TOKEN'}); "
                 f"type the value at the hidden prompt, or use {flag}-from-env NAME=VAR. "
                 "Never put a secret on the command line."
             )

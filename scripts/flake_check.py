@@ -3,8 +3,9 @@
 
 Usage: python scripts/flake_check.py [--runs 20] [--workers 2] [--client NAME] [-- PYTEST ARGS]
 
-Each run is `pytest --pyargs mcp_host_conformance.conformance -n WORKERS -p randomly --randomly-seed SEED
---report-json FILE` in a subprocess (seed printed, so a run can be replayed). After each run:
+Each run is `pytest --pyargs mcp_host_conformance.conformance -n WORKERS -p randomly
+--randomly-seed SEED --report-json FILE` in a subprocess (seed printed, so a run can be
+replayed). After each run:
 
 - processes: this script makes itself a *child subreaper* (Linux prctl), so every process the
   run started and did not reap (a mock stdio server, a driver, a `sleep` grandchild, even
@@ -58,7 +59,8 @@ KEPT_TEMP = ("pytest-of-",)  # pytest's basetemp, kept on purpose
 
 
 def flaky_cases(runs: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
-    """Case ID -> its outcome in each run ("missing" when absent), for cases whose outcome varies."""
+    """Case ID -> its outcome in each run ("missing" when absent),
+    for cases whose outcome varies."""
     every = sorted({cid for run in runs for cid in run})
     flaky = {}
     for cid in every:
@@ -333,7 +335,8 @@ def summary(runs: Sequence[Run]) -> tuple[str, bool]:
         f"(processes {sum(len(r.processes) for r in runs)}, listening sockets "
         f"{sum(len(r.ports) for r in runs)}, temp entries {sum(len(r.temp) for r in runs)})   "
         f"runs over the bound: {timeouts}   broken runs (no report): {len(broken)}   "
-        f"(new listeners owned by other processes, not blamed: {sum(r.foreign_ports for r in runs)})",
+        "(new listeners owned by other processes, not blamed: "
+        f"{sum(r.foreign_ports for r in runs)})",
     ]
     for cid, seen in flaky.items():
         lines.append(f"  FLAKY {cid}: " + " ".join(f"{i + 1}:{o}" for i, o in enumerate(seen)))

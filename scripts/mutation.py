@@ -55,7 +55,8 @@ def module_of(mutant: str) -> str:
 
 
 def score_table(statuses: dict[str, str], modules: Iterable[str]) -> tuple[str, float]:
-    """A Markdown table per module and the overall score (killed + timeout over the mutants tested)."""
+    """A Markdown table per module and the overall score
+    (killed + timeout over the mutants tested)."""
     rows = [
         "| module | mutants | killed | timeout | survived | other | score |",
         "|---|---|---|---|---|---|---|",

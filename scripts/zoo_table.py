@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Print the table of broken clients (docs/broken-clients.md) from `mcp_host_conformance.zoo.BROKEN`.
+"""Print the table of broken clients (docs/broken-clients.md) from
+`mcp_host_conformance.zoo.BROKEN`.
 
 Usage: python scripts/zoo_table.py > /tmp/table.md   (then paste it over the table in the doc)
 

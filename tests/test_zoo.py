@@ -1,17 +1,18 @@
 """Self-test of the conformance suite: it must catch every broken client, exactly.
 
 Strategy: for each broken client of the zoo (`tests/zoo`), run the whole suite against it
-in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --client NAME --strict`, as a user
-would) and compare the requirement IDs that failed in its JSON report with the client's
-`fails` set: a missing ID means a case no longer catches the bug it exists for, an
-unexpected one means a case fails for a reason nobody wrote down. The reference client
-must fail none. `--strict` so that a SHOULD failure (RES-9) counts.
+in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --client NAME
+--strict`, as a user would) and compare the requirement IDs that failed in its JSON report
+with the client's `fails` set: a missing ID means a case no longer catches the bug it
+exists for, an unexpected one means a case fails for a reason nobody wrote down. The
+reference client must fail none. `--strict` so that a SHOULD failure (RES-9) counts.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
-together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases flaky), by one session fixture as soon as
-the first zoo test needs it; each parametrized test then waits for its own run. All zoo tests
-are in one xdist group, so under `-n 2 --dist loadgroup` one worker owns the pool and the
-other runs the rest of the project's tests. `-k NAME` runs only the selected clients.
+together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases
+flaky), by one session fixture as soon as the first zoo test needs it; each parametrized
+test then waits for its own run. All zoo tests are in one xdist group, so under
+`-n 2 --dist loadgroup` one worker owns the pool and the other runs the rest of the
+project's tests. `-k NAME` runs only the selected clients.
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def run_suite(name: str, workdir: Path) -> Run:
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.json"
     argv = [
-        sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance", "--client", name, "--strict",
+        sys.executable, "-m", "pytest",
+        "--pyargs", "mcp_host_conformance.conformance", "--client", name, "--strict",
         "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
         "--timeout-scale", TIMEOUT_SCALE,
     ]  # fmt: skip
@@ -187,7 +189,8 @@ def test_suite_fails_exactly(name, suite_runs):
         lines = [f"{name}: the suite's failed requirements differ from the expected set"]
         for rid in sorted(expected - failed):
             lines.append(
-                f"  missing {rid}: expected to fail, was {run.outcome(rid)} (the case no longer catches this client)"
+                f"  missing {rid}: expected to fail, was {run.outcome(rid)} "
+                "(the case no longer catches this client)"
             )
         for rid in sorted(failed - expected):
             lines.append(f"  unexpected {rid}: failed")

@@ -20,7 +20,8 @@ def config_path(home: Path) -> Path:
 
 
 def load(home: Path) -> dict[str, dict[str, Any]]:
-    """Server name -> {"type": "http", "url", "headers"} | {"type": "stdio", "command", "args", "env"}."""
+    """Server name -> {"type": "http", "url", "headers"}
+    | {"type": "stdio", "command", "args", "env"}."""
     path = config_path(home)
     if not path.exists():
         return {}

@@ -267,7 +267,9 @@ class Host:
             {
                 "type": "function",
                 "name": exposed,
-                "description": f"[MCP server {server.name}, tool {tool.name}] {tool.description or ''}".strip(),
+                "description": (
+                    f"[MCP server {server.name}, tool {tool.name}] {tool.description or ''}"
+                ).strip(),
                 "parameters": tool.input_schema,
                 "strict": False,
             }

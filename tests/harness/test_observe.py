@@ -1,4 +1,5 @@
-"""The readers of tool outputs in `mcp_host_conformance.harness.observe`, against a live mock model service."""
+"""The readers of tool outputs in `mcp_host_conformance.harness.observe`,
+against a live mock model service."""
 
 from __future__ import annotations
 

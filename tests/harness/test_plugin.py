@@ -12,16 +12,19 @@ pytest_plugins = ["pytester"]
 FAKE_CLIENT = textwrap.dedent(
     """
     import threading
-    from mcp_host_conformance.harness.adapter import (CallResult, Confirmation, Description, ServerStatus, Shown,
-                                 Stopped, Turn)
+    from mcp_host_conformance.harness.adapter import (
+        CallResult, Confirmation, Description, ServerStatus, Shown, Stopped, Turn,
+    )
 
     BLOCK = threading.Event()
 
     class Session:
         def __init__(self, options, servers):
             self.options = options
-            self.statuses = [ServerStatus(n, True, 1, "dest", line=f"MCP server {n}: 1 tools from dest")
-                             for n in servers]
+            self.statuses = [
+                ServerStatus(n, True, 1, "dest", line=f"MCP server {n}: 1 tools from dest")
+                for n in servers
+            ]
             self.text = "started\\n" + "\\n".join(s.line for s in self.statuses)
             self.stopped = False
 
@@ -31,7 +34,8 @@ FAKE_CLIENT = textwrap.dedent(
             c = Confirmation("docs", "dest", "query", '{"q": 1}', "careful", "Server: docs ...")
             answer = approve(c)
             status = "completed" if answer == "y" else "denied"
-            return Turn(True, [c], [CallResult("mcp_docs_query", status, "out")], [], "answer", "turn text")
+            calls = [CallResult("mcp_docs_query", status, "out")]
+            return Turn(True, [c], calls, [], "answer", "turn text")
 
         def cancel(self):
             pass
@@ -209,14 +213,19 @@ def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
             assert host.config_paths == [home / "cfg.json"]
             running = host.start()
             assert running.status("docs").tools == 1 and running.status("nope") is None
-            assert running.options.connect_timeout == timeouts.connect and running.options.cwd == project
+            assert (
+                running.options.connect_timeout == timeouts.connect
+                and running.options.cwd == project
+            )
             answers = []
             turn = running.ask("q", approve=lambda c: answers.append(c.tool) or "n")
             assert answers == ["query"] and turn.calls[0].status == "denied"
             assert [c.tool for c in host.confirmations] == ["query"]
             assert running.stop().session_id == "s1"
             seen = host.user_text()
-            for piece in ("added docs", "MCP server docs: 1 tools", "Server: docs", "turn text", "bye"):
+            for piece in (
+                "added docs", "MCP server docs: 1 tools", "Server: docs", "turn text", "bye"
+            ):
                 assert piece in seen
             assert secrets.found_in(seen) == []
             assert secrets.found_in("x " + token) == ["text: secret tok (raw)"]

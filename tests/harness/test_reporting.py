@@ -1,6 +1,7 @@
 """The reporting hooks, run through pytester with a stand-in for the plugin's options.
 
-The real plugin (mcp_host_conformance.harness.plugin) is switched off here so these tests do not load a client."""
+The real plugin (mcp_host_conformance.harness.plugin) is switched off here so these tests
+do not load a client."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""mcp_host_conformance.harness.terminal: a command in a pseudo-terminal, typed into at its prompt (CRED-5)."""
+"""mcp_host_conformance.harness.terminal: a command in a pseudo-terminal,
+typed into at its prompt (CRED-5)."""
 
 from __future__ import annotations
 

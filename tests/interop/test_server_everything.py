@@ -134,7 +134,8 @@ def test_the_tiny_image_is_omitted_and_never_reaches_the_model(
     [result] = turn.calls
     assert result.status == "completed"
     assert result.output == (
-        "Here's the image you requested:\n[image omitted: image/png]\nThe image above is the MCP logo."
+        "Here's the image you requested:\n[image omitted: image/png]\n"
+        "The image above is the MCP logo."
     )
     journal = json.dumps([entry.extra.get("body") for entry in model.journal.entries(kind="http")])
     assert "[image omitted: image/png]" in journal

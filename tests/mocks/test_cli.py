@@ -1,4 +1,5 @@
-"""`python -m mcp_host_conformance.mocks`: list, serve with one line per mock, clean stop, clear errors."""
+"""`python -m mcp_host_conformance.mocks`: list, serve with one line per mock,
+clean stop, clear errors."""
 
 from __future__ import annotations
 

@@ -198,7 +198,10 @@ def test_close_ends_stalled_connections_quickly(start_mock, raw):
     try:
         body = json.dumps(CALL).encode()
         sock.sendall(
-            f"POST /mcp HTTP/1.1\r\nmcp-session-id: {client.session_id}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            (
+                f"POST /mcp HTTP/1.1\r\nmcp-session-id: {client.session_id}\r\n"
+                f"content-length: {len(body)}\r\n\r\n"
+            ).encode()
             + body
         )
         mock.journal.wait_for("tools/call", timeout=2)

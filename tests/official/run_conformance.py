@@ -255,7 +255,9 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="run_conformance.py",
-        description="Run the official MCP conformance framework (server mode) against the HTTP mock.",
+        description=(
+            "Run the official MCP conformance framework (server mode) against the HTTP mock."
+        ),
     )
     parser.add_argument(
         "--scenario",

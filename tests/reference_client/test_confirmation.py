@@ -21,7 +21,10 @@ def test_layout_matches_seed():
         "Arguments: {",
         '  "query": "react hooks"',
         "}",
-        "Arguments are sent to this MCP server. mcp-reference-host cannot control what the server does with them.",
+        (
+            "Arguments are sent to this MCP server. "
+            "mcp-reference-host cannot control what the server does with them."
+        ),
         APPROVAL_PROMPT,
     ]
     assert view.text.endswith(APPROVAL_PROMPT)

@@ -113,7 +113,10 @@ def test_hostile_tools_list_makes_the_server_unavailable(kind: str) -> None:
 
 def test_endless_event_stream_is_bounded_by_the_timeout() -> None:
     def endless(id_: int) -> bytes:
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
         return head + b"".join(b"c\r\n: keepalive\n\r\n" for _ in range(100))  # and never ends
 
     with RawHttpServer(hostile({"tools/list": endless})) as server:
@@ -123,7 +126,10 @@ def test_endless_event_stream_is_bounded_by_the_timeout() -> None:
 
 def test_endless_sse_line_is_cut_at_one_mib() -> None:
     def flood(id_: int) -> bytes:
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
         chunk = b"data: " + b"x" * (256 * 1024)
         return head + b"".join(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for _ in range(6))
 
@@ -208,10 +214,13 @@ def test_hostile_stdio_server_lines(tmp_path: Path) -> None:
         "    m = json.loads(line)\n"
         "    if 'id' not in m: continue\n"
         "    if m['method'] == 'initialize':\n"
-        "        r = {'protocolVersion': '2025-06-18', 'capabilities': {}, 'serverInfo': {'name': 'e', 'version': '1'}}\n"
-        "        sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}) + '\\n')\n"
+        "        r = {'protocolVersion': '2025-06-18', 'capabilities': {}, "
+        "'serverInfo': {'name': 'e', 'version': '1'}}\n"
+        "        sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': m['id'], "
+        "'result': r}) + '\\n')\n"
         "    else:\n"
-        '        sys.stdout.buffer.write(b\'{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"\\xff"}]}}\\n\')\n'
+        '        sys.stdout.buffer.write(b\'{"jsonrpc":"2.0","id":2,'
+        '"result":{"tools":[{"name":"\\xff"}]}}\\n\')\n'
         "    sys.stdout.flush()\n"
     )
 

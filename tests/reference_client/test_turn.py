@@ -1,4 +1,5 @@
-"""The turn loop against the HTTP mock and the mock Responses service (APR, RES, RETRY, TURN, SESS-1)."""
+"""The turn loop against the HTTP mock and the mock Responses service
+(APR, RES, RETRY, TURN, SESS-1)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ flake_check = importlib.util.module_from_spec(_spec)
 sys.modules["flake_check"] = flake_check  # dataclasses look their module up there
 _spec.loader.exec_module(flake_check)
 
-TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:A3F1 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1 0
    1: 0100007F:A3F2 0100007F:0050 01 00000000:00000000 00:00000000 00000000     0        0 222 1 0
    2: 0A00000A:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 333 1 0

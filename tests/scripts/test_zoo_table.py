@@ -1,4 +1,5 @@
-"""scripts/zoo_table.py: the broken-client table of docs/broken-clients.md, from mcp_host_conformance.zoo.BROKEN."""
+"""scripts/zoo_table.py: the broken-client table of docs/broken-clients.md,
+from mcp_host_conformance.zoo.BROKEN."""
 
 import importlib.util
 import sys

@@ -3,9 +3,9 @@
 Strategy: every requirement of the core profile has at least one broken client that the
 suite must fail on it, and `fails` says exactly which requirement IDs a run against it
 fails (checked by tests/test_zoo.py). Each client patches one seam of `reference_client`
-(see `mcp_host_conformance.zoo.client`); the area modules hold them. `ADAPTERS` (name -> zero-argument factory)
-is what the entry-point group `mcp_host_conformance.zoos` loads, so any of them runs with
-`mcp-host-conformance run --client NAME`.
+(see `mcp_host_conformance.zoo.client`); the area modules hold them. `ADAPTERS`
+(name -> zero-argument factory) is what the entry-point group `mcp_host_conformance.zoos`
+loads, so any of them runs with `mcp-host-conformance run --client NAME`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`python -m mcp_host_conformance.zoo NAME ARGS...`: broken client NAME's command line, as a person runs it.
+"""`python -m mcp_host_conformance.zoo NAME ARGS...`: broken client NAME's command line,
+as a person runs it.
 
 Strategy: a broken client is the reference client with patches applied in-process, but
 some cases run the host's own command in a terminal of their own (CRED-5 types a secret at
@@ -17,7 +18,8 @@ from mcp_host_conformance.zoo.client import apply
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BROKEN:
         print(
-            "usage: python -m mcp_host_conformance.zoo BROKEN-CLIENT [mcp-reference-host arguments...]",
+            "usage: python -m mcp_host_conformance.zoo BROKEN-CLIENT "
+            "[mcp-reference-host arguments...]",
             file=sys.stderr,
         )
         return 2
