@@ -18,6 +18,7 @@ import contextlib
 import functools
 import io
 import json
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from mcp_host_conformance.harness.catalog import REQUIREMENTS
 from mcp_host_conformance.harness.loader import LoadError, zoo_clients
 from mcp_host_conformance.harness.outcomes import case_id
+from mcp_host_conformance.harness.sandbox import HOST, ISOLATED, REASON_ENV, SealError, seal
 
 __all__ = [
     "broken_clients_for",
@@ -37,6 +39,7 @@ __all__ = [
 
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
+NETWORK_AUTO = "auto"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,6 +86,23 @@ def _parser() -> argparse.ArgumentParser:
         help="also run the cases that wait for real default timeouts",
     )
     run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+    run.add_argument(
+        "--network",
+        choices=(NETWORK_AUTO, ISOLATED, HOST),
+        default=NETWORK_AUTO,
+        help="seal the run (the host, its driver and children too) in a private network "
+        "namespace with only loopback and the suite's own addresses: 'auto' (default) when the "
+        "machine allows it, 'isolated' or fail (exit 3), 'host' never; docs/network.md",
+    )
+
+    sealed = commands.add_parser(
+        "sealed",
+        help="run any command in the sealed network a run uses (e.g. pytest directly)",
+        description="Run COMMAND (given after `--`) in a private network namespace with only "
+        "loopback, a stand-in remote address and private-range addresses (docs/network.md); "
+        "where the machine cannot make one it runs unsealed, or with --require exits 3.",
+    )
+    sealed.add_argument("--require", action="store_true", help="exit 3 instead of running unsealed")
 
     listing = commands.add_parser(
         "requirements",
@@ -117,10 +137,40 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
     return args + list(extra)
 
 
-def _run(options: argparse.Namespace, extra: Sequence[str]) -> int:
+def _seal_run(mode: str) -> int | None:
+    """Seal this process's network as `--network` asks (before pytest starts any thread);
+    an exit status when the run must not go on."""
+    if mode == HOST:
+        os.environ[REASON_ENV] = "not sealed: --network host"
+        return None
+    try:
+        network = seal()
+    except SealError as exc:
+        sys.stderr.write(f"mcp-host-conformance: {exc}\n")
+        return 3
+    if mode == ISOLATED and not network.isolated:
+        sys.stderr.write(f"mcp-host-conformance: --network isolated: {network.reason}\n")
+        return 3
+    return None
+
+
+def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
     import pytest
 
+    if sealing:
+        refused = _seal_run(options.network)
+        if refused is not None:
+            return refused
     return int(pytest.main(build_run_args(options, extra)))
+
+
+def _sealed(options: argparse.Namespace, command: Sequence[str]) -> int:
+    from mcp_host_conformance.harness import sandbox
+
+    if not command:
+        sys.stderr.write("mcp-host-conformance sealed: give the command after `--`\n")
+        return 2
+    return sandbox.main([*(["--require"] if options.require else []), "--", *command])
 
 
 # ---- requirements ------------------------------------------------------------------------------
@@ -220,7 +270,12 @@ def render_requirements(listing: list[dict[str, Any]]) -> str:
 # ---- entry point ------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> int:
+    """The command line. `sealing` (default: only when reading the real command line, i.e.
+    `argv` is None) lets `run` move this very process into the sealed network; a caller
+    that passes `argv` keeps its own process as it is unless it asks for it."""
+    if sealing is None:
+        sealing = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
@@ -228,7 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:at], argv[at + 1 :]
     options = _parser().parse_args(argv)
     if options.command == "run":
-        return _run(options, extra)
+        return _run(options, extra, sealing)
+    if options.command == "sealed":
+        return _sealed(options, extra)
     listing = requirements_listing(collect_cases(extra))
     if options.json:
         print(json.dumps({"requirements": listing}, indent=2))

@@ -34,6 +34,7 @@ __all__ = [
     "host",
     "http_mock",
     "model",
+    "network",
     "project",
     "secrets",
     "stdio_mock",
@@ -126,6 +127,15 @@ def timeouts(pytestconfig: pytest.Config) -> Timeouts:
     from mcp_host_conformance.harness.plugin import timeout_scale
 
     return Timeouts.scaled(timeout_scale(pytestconfig))
+
+
+@pytest.fixture(scope="session")
+def network() -> Any:
+    """The network the run sees (`mcp_host_conformance.harness.sandbox.Network`): `isolated`
+    (sealed: loopback, `remote_address` and `private_addresses` only) or not, with the reason."""
+    from mcp_host_conformance.harness.sandbox import observe
+
+    return observe()
 
 
 # ---- per case ------------------------------------------------------------------------------

@@ -183,10 +183,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ) as exc:  # the header must not hide the error
         return [f"mcp-host-conformance: client could not be described: {exc}"]
     profiles = ", ".join(sorted(d.profiles)) or "none"
+    from mcp_host_conformance.harness.sandbox import observe
+
+    network = observe()
     return [
         f"mcp-host-conformance: client {d.name} {d.version} (profiles: {profiles}; "
         f"default timeouts connect {d.connect_timeout:g}s, call {d.call_timeout:g}s; "
-        f"timeout scale {timeout_scale(config):g})"
+        f"timeout scale {timeout_scale(config):g})",
+        f"mcp-host-conformance: network {network.mode}"
+        + (f" ({network.reason})" if network.reason else " (loopback and the suite's addresses)"),
     ]
 
 

@@ -51,6 +51,7 @@ from mcp_host_conformance.harness.outcomes import (
     severest_level,
     worst,
 )
+from mcp_host_conformance.harness.sandbox import observe as observe_network
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -145,6 +146,7 @@ def build_report(
     baseline: Baseline | None = None,
     stale: list[str] | None = None,
     unknown: list[str] | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON report (schema in docs/report-schema.md)."""
     requirements = requirement_outcomes(cases, collected)
@@ -162,6 +164,7 @@ def build_report(
             "cases": dict(sorted(case_counts.items())),
             "requirements": dict(sorted(requirement_counts.items())),
         },
+        "environment": dict(environment or {}),
         "requirements": requirements,
         "cases": [asdict(case) for case in cases],
         "baseline": None
@@ -216,6 +219,10 @@ def render_summary(report: Mapping[str, Any], cases: list[CaseResult]) -> list[s
     if client:
         profiles = ", ".join(client["profiles"]) or "none"
         lines.append(f"client: {client['name']} {client['version']} (profiles: {profiles})")
+    network = report.get("environment", {}).get("network")
+    if network:
+        reason = report["environment"].get("network_reason")
+        lines.append(f"network: {network}" + (f" ({reason})" if reason else ""))
     lines.append("requirements by area (a requirement's outcome is the worst of its cases):")
     lines += ["  " + text for text in _table(report["requirements"])]
     counts = report["summary"]["cases"]
@@ -461,6 +468,7 @@ class ReportingPlugin:
             baseline=self.baseline,
             stale=stale,
             unknown=unknown,
+            environment=observe_network().to_json(),
         )
         path = _option(self.config, "report_json", None)
         if path:
