@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from mcp_host_conformance.mocks.catalog import healthy_spec  # noqa: E402
 from mcp_host_conformance.mocks.http_server import HttpMock  # noqa: E402
+from mcp_host_conformance.mocks.named import healthy_spec  # noqa: E402
 
 TARGETS_MS = {
     "http ready": 50,

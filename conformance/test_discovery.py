@@ -18,7 +18,8 @@ import pytest
 
 from mcp_host_conformance.harness.observe import mcp_tool, mcp_tools, model_requests
 from mcp_host_conformance.harness.outcomes import check
-from mcp_host_conformance.mocks.catalog import (
+from mcp_host_conformance.mocks.model_script import Step
+from mcp_host_conformance.mocks.named import (
     bad_schema_spec,
     definitions_size,
     definitions_spec,
@@ -28,7 +29,6 @@ from mcp_host_conformance.mocks.catalog import (
     schema_of_size,
     schema_spec,
 )
-from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
 
 KIB = 1024

@@ -4,7 +4,7 @@ Kept import-light on purpose: the stdio mock imports this package and must be re
 within 150 ms, so nothing here imports the `mcp` SDK or a web framework. Import the
 submodules you need (`mcp_host_conformance.mocks.http_server`,
 `mcp_host_conformance.mocks.stdio_server`, `mcp_host_conformance.mocks.responses`,
-`mcp_host_conformance.mocks.catalog`).
+`mcp_host_conformance.mocks.named`).
 """
 
 from mcp_host_conformance.mocks.journal import Entry, FileJournal, Journal, JournalTimeout

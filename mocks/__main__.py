@@ -1,7 +1,7 @@
 """`python -m mcp_host_conformance.mocks`: list the named mocks,
 or serve some of them until Ctrl-C / SIGTERM.
 
-Strategy: a thin shell over `mcp_host_conformance.mocks.catalog`. Each started mock
+Strategy: a thin shell over `mcp_host_conformance.mocks.named`. Each started mock
 prints one line once it is ready (with `--json`, one JSON object per line), so a script
 can read the lines and point a host at them. Mistakes a person makes (an unknown name, a
 malformed spec file) get one line on stderr naming the problem and exit code 2; nothing
@@ -89,7 +89,7 @@ def _text_line(described: dict[str, Any]) -> str:
 
 
 def _list() -> int:
-    from mcp_host_conformance.mocks.catalog import CATALOG
+    from mcp_host_conformance.mocks.named import CATALOG
 
     width = max(len(name) for name in CATALOG)
     for entry in CATALOG.values():
@@ -98,7 +98,7 @@ def _list() -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from mcp_host_conformance.mocks.catalog import CATALOG, start, start_spec
+    from mcp_host_conformance.mocks.named import CATALOG, start, start_spec
     from mcp_host_conformance.mocks.spec import SpecError, load_spec
 
     names = list(CATALOG) if args.all else list(args.names)

@@ -1,308 +1,35 @@
-"""What the mock model answers, one step per model request, and how it reads a request.
+"""Kept for existing imports: the model script lives in `mocks.responses.script`."""
 
-Strategy: a script is a list of `Step`s, plain data that round-trips through JSON (so a
-person can write one in a file or POST it). Turning a step into output is a pure function
-of the step and the request body (`plan_reply`): a call names its tool by the label
-`[MCP server S, tool T]` that starts the offered function's description, or by exact
-name, and is resolved against the tools the client actually offered, so a script works
-whatever exposed name (hash suffix and all) a host chose. Nothing here does I/O; the
-service (`mcp_host_conformance.mocks.responses`) keeps the state (which step is next,
-what the autopilot has already called).
-"""
+from mcp_host_conformance.mocks.responses.script import (
+    MCP_LABEL_PREFIX,
+    Call,
+    Plan,
+    Step,
+    arguments_for_schema,
+    function_call_outputs,
+    function_calls,
+    input_items,
+    label,
+    offered_mcp_tools,
+    offered_tools,
+    plan_autopilot,
+    plan_reply,
+    script_from_json,
+)
 
-from __future__ import annotations
-
-import json
-from dataclasses import dataclass, field
-from typing import Any
-
-MCP_LABEL_PREFIX = "[MCP server "
-
-
-def label(server: str, tool: str) -> str:
-    """The label a host puts at the start of an MCP tool's description (EXP-4)."""
-    return f"[MCP server {server}, tool {tool}]"
-
-
-# ---- reading a request body ----------------------------------------------------------
-
-
-def offered_tools(body: Any) -> list[dict[str, Any]]:
-    """The function tools offered in a Responses request (`tools[]` with type "function")."""
-    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
-        return []
-    return [t for t in body["tools"] if isinstance(t, dict) and t.get("type") == "function"]
-
-
-def offered_mcp_tools(body: Any) -> list[dict[str, Any]]:
-    """Offered functions whose description carries an MCP label."""
-    return [
-        t
-        for t in offered_tools(body)
-        if isinstance(t.get("description"), str) and t["description"].startswith(MCP_LABEL_PREFIX)
-    ]
-
-
-def input_items(body: Any) -> list[dict[str, Any]]:
-    if not isinstance(body, dict) or not isinstance(body.get("input"), list):
-        return []
-    return [i for i in body["input"] if isinstance(i, dict)]
-
-
-def function_calls(body: Any) -> list[dict[str, Any]]:
-    """The `function_call` items the client replays in `input` (earlier model calls)."""
-    return [i for i in input_items(body) if i.get("type") == "function_call"]
-
-
-def function_call_outputs(body: Any) -> dict[str, Any]:
-    """call_id -> output of every `function_call_output` item in `input`."""
-    return {
-        i.get("call_id"): i.get("output")
-        for i in input_items(body)
-        if i.get("type") == "function_call_output"
-    }
-
-
-# ---- steps -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Call:
-    """One function call the model makes: by label (server + tool) or by exact name."""
-
-    server: str | None = None
-    tool: str | None = None
-    name: str | None = None
-    arguments: Any = None  # dict (JSON-encoded), str (sent verbatim), None (built from schema)
-
-    def wanted(self) -> str:
-        return self.name if self.name is not None else label(str(self.server), str(self.tool))
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One model reply. Build with `Step.call`, `Step.calls`, `Step.text`, `Step.error`."""
-
-    kind: str  # "calls" | "text" | "error"
-    tool_calls: tuple[Call, ...] = ()
-    text_value: str = ""
-    status: int = 0
-    message: str = ""
-    repeat: bool = False  # answer every later request with this step too
-
-    @classmethod
-    def call(
-        cls,
-        server: str | None = None,
-        tool: str | None = None,
-        name: str | None = None,
-        arguments: Any = None,
-        repeat: bool = False,
-    ) -> Step:
-        return cls(
-            kind="calls", tool_calls=(_make_call(server, tool, name, arguments),), repeat=repeat
-        )
-
-    @classmethod
-    def calls(cls, calls: list[Any], repeat: bool = False) -> Step:
-        """Several calls in one reply; each item a `Step.call(...)`, a `Call` or a dict."""
-        out: list[Call] = []
-        for c in calls:
-            if isinstance(c, Step):
-                out.extend(c.tool_calls)
-            elif isinstance(c, Call):
-                out.append(c)
-            elif isinstance(c, dict):
-                out.append(
-                    _make_call(c.get("server"), c.get("tool"), c.get("name"), c.get("arguments"))
-                )
-            else:
-                raise ValueError(f"Step.calls: cannot make a call of {type(c).__name__}")
-        if not out:
-            raise ValueError("Step.calls: needs at least one call")
-        return cls(kind="calls", tool_calls=tuple(out), repeat=repeat)
-
-    @classmethod
-    def text(cls, text: str, repeat: bool = False) -> Step:
-        return cls(kind="text", text_value=text, repeat=repeat)
-
-    @classmethod
-    def error(cls, status: int, message: str, repeat: bool = False) -> Step:
-        if not 400 <= int(status) <= 599:
-            raise ValueError(f"Step.error: status must be 4xx or 5xx, not {status}")
-        return cls(kind="error", status=int(status), message=message, repeat=repeat)
-
-    # JSON form ------------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any]
-        if self.kind == "calls":
-            d = {"type": "calls", "calls": [c.to_json() for c in self.tool_calls]}
-        elif self.kind == "text":
-            d = {"type": "text", "text": self.text_value}
-        else:
-            d = {"type": "error", "status": self.status, "message": self.message}
-        if self.repeat:
-            d["repeat"] = True
-        return d
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "step") -> Step:
-        """Read one step: {"type": "call", server/tool/name/arguments} | {"type": "calls",
-        "calls": [...]} | {"type": "text", "text"} | {"type": "error", "status", "message"};
-        each may carry "repeat": true. Raises ValueError naming the problem."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
-        kind = data.get("type")
-        repeat = bool(data.get("repeat", False))
-        try:
-            if kind == "call":
-                return cls.call(
-                    data.get("server"),
-                    data.get("tool"),
-                    data.get("name"),
-                    data.get("arguments"),
-                    repeat,
-                )
-            if kind == "calls":
-                if not isinstance(data.get("calls"), list):
-                    raise ValueError("'calls' must be a list")
-                return cls.calls(data["calls"], repeat)
-            if kind == "text":
-                if not isinstance(data.get("text"), str):
-                    raise ValueError("'text' must be a string")
-                return cls.text(data["text"], repeat)
-            if kind == "error":
-                return cls.error(
-                    int(data.get("status", 500)), str(data.get("message", "mock error")), repeat
-                )
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{where}: {exc}") from None
-        raise ValueError(f"{where}: 'type' must be call, calls, text or error, not {kind!r}")
-
-
-def _make_call(server: Any, tool: Any, name: Any, arguments: Any) -> Call:
-    if name is not None:
-        if not isinstance(name, str):
-            raise ValueError("Step.call: name must be a string")
-        return Call(name=name, arguments=arguments)
-    if not isinstance(server, str) or not isinstance(tool, str):
-        raise ValueError("Step.call: give name=, or both server= and tool=")
-    return Call(server=server, tool=tool, arguments=arguments)
-
-
-def script_from_json(data: Any) -> list[Step]:
-    if not isinstance(data, list):
-        raise ValueError(f"script: expected a list of steps, got {type(data).__name__}")
-    return [Step.from_json(s, f"script[{i}]") for i, s in enumerate(data)]
-
-
-# ---- planning a reply --------------------------------------------------------------------
-
-
-@dataclass
-class Plan:
-    """What to answer: output items to build (function calls, text) or an HTTP error.
-
-    `calls` holds (exposed name, arguments string); `problems` says why a scripted call
-    could not be made (no offered tool matched), for the journal.
-    """
-
-    calls: list[tuple[str, str]] = field(default_factory=list)
-    text: str | None = None
-    error_status: int | None = None
-    error_message: str = ""
-    problems: list[str] = field(default_factory=list)
-
-
-def find_tool(call: Call, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if call.name is not None:
-        return next((t for t in tools if t.get("name") == call.name), None)
-    wanted = label(str(call.server), str(call.tool))
-    return next(
-        (
-            t
-            for t in tools
-            if isinstance(t.get("description"), str) and t["description"].startswith(wanted)
-        ),
-        None,
-    )
-
-
-def encode_arguments(arguments: Any, tool: dict[str, Any]) -> str:
-    if isinstance(arguments, str):
-        return arguments  # verbatim: lets a script send malformed arguments on purpose
-    if arguments is None:
-        arguments = arguments_for_schema(tool.get("parameters"))
-    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-
-
-def plan_reply(step: Step, body: Any) -> Plan:
-    if step.kind == "text":
-        return Plan(text=step.text_value)
-    if step.kind == "error":
-        return Plan(error_status=step.status, error_message=step.message)
-    tools = offered_tools(body)
-    plan = Plan()
-    for call in step.tool_calls:
-        tool = find_tool(call, tools)
-        if tool is None:
-            names = ", ".join(str(t.get("name")) for t in tools) or "none"
-            plan.problems.append(f"no offered tool matches {call.wanted()} (offered: {names})")
-            continue
-        plan.calls.append((str(tool.get("name")), encode_arguments(call.arguments, tool)))
-    if not plan.calls:
-        plan.text = "mock model: " + "; ".join(plan.problems)
-    return plan
-
-
-def plan_autopilot(body: Any, already_called: set[str]) -> Plan:
-    """Call the first offered MCP tool not called yet (by this service or in `input`), else
-    answer text. One call per request keeps every call individually approvable."""
-    done = already_called | {str(c.get("name")) for c in function_calls(body)}
-    tools = offered_mcp_tools(body)
-    for tool in tools:
-        name = str(tool.get("name"))
-        if name not in done:
-            return Plan(calls=[(name, encode_arguments(None, tool))])
-    return Plan(text=f"autopilot: called {len(tools)} MCP tool(s); nothing left to call.")
-
-
-# ---- arguments from a schema -----------------------------------------------------------
-
-_SIMPLE = {"string": "test", "integer": 1, "number": 1, "boolean": True, "null": None}
-
-
-def arguments_for_schema(schema: Any) -> dict[str, Any]:
-    """An object satisfying the schema's required properties with simple values."""
-    value = value_for_schema(schema, depth=0)
-    return value if isinstance(value, dict) else {}
-
-
-def value_for_schema(schema: Any, depth: int) -> Any:
-    if not isinstance(schema, dict) or depth > 8:
-        return {}
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind is None and "properties" in schema:
-        kind = "object"
-    if kind in _SIMPLE:
-        return _SIMPLE[kind]
-    if kind == "array":
-        return []
-    if kind == "object":
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
-        return {
-            r: value_for_schema(props.get(r), depth + 1) for r in required if isinstance(r, str)
-        }
-    return "test"
+__all__ = [
+    "MCP_LABEL_PREFIX",
+    "Call",
+    "Plan",
+    "Step",
+    "arguments_for_schema",
+    "function_call_outputs",
+    "function_calls",
+    "input_items",
+    "label",
+    "offered_mcp_tools",
+    "offered_tools",
+    "plan_autopilot",
+    "plan_reply",
+    "script_from_json",
+]

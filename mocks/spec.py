@@ -4,7 +4,7 @@ Strategy: one `ServerSpec` describes a mock whatever its transport (HTTP, TLS, s
 so a behaviour is written once and served three ways. A spec is built from Python or read
 from a JSON / TOML file (`load_spec`); the file form is the dict form of these
 dataclasses. Misbehaviour is data too (`Misbehaviour`), so the named mocks of
-`mcp_host_conformance.mocks.catalog` are just specs.
+`mcp_host_conformance.mocks.named` are just specs.
 
 This module must stay light (no SDK import): the stdio mock reads specs at start.
 """

@@ -177,6 +177,7 @@ def suite_runs(request, tmp_path_factory):
     runs.close()
 
 
+@pytest.mark.selftest
 @pytest.mark.parametrize("name", CLIENTS)
 def test_suite_fails_exactly(name, suite_runs):
     """The requirement IDs failed against a broken client are exactly its `fails` set (and the

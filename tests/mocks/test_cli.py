@@ -12,7 +12,7 @@ import sys
 import httpx
 import pytest
 
-from mcp_host_conformance.mocks.catalog import CATALOG
+from mcp_host_conformance.mocks.named import CATALOG
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

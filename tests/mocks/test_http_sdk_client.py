@@ -120,7 +120,7 @@ def test_official_client_sees_list_changed_from_change_tools(start_mock, sdk):
 
 
 def test_official_client_accepts_every_rich_result(start_mock, sdk):
-    from mcp_host_conformance.mocks.catalog import rich_results_spec
+    from mcp_host_conformance.mocks.named import rich_results_spec
 
     mock = start_mock(rich_results_spec())
 

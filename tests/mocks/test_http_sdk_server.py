@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from mcp_host_conformance.mocks.catalog import start
+from mcp_host_conformance.mocks.named import start
 
 
 def test_official_client_lists_every_page_and_calls_on_sdk_http(sdk):

@@ -67,7 +67,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(
     st.dictionaries(st.text(max_size=20), json_values, max_size=6),
     st.characters(),

@@ -59,7 +59,7 @@ def test_is_valid_name_rejects_trailing_newline():
     assert is_valid_name("mcp_a_b")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(pair_sets, st.randoms(use_true_random=False))
 def test_any_names_are_valid_unique_and_stable(pairs, rnd: random.Random):
     result = exposed_names(pairs, reserved=RESERVED)

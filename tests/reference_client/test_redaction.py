@@ -69,7 +69,7 @@ def test_no_secrets_is_identity():
     assert Redactor([""]).redact("anything") == "anything"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.lists(secrets, min_size=1, max_size=3), surrounding, surrounding)
 def test_random_secrets_never_survive(secret_list, before, after):
     r = Redactor(secret_list)
@@ -80,7 +80,7 @@ def test_random_secrets_never_survive(secret_list, before, after):
             assert form not in out
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(secrets, st.text(max_size=200))
 def test_output_never_holds_secret(secret, text):
     out = Redactor([secret]).redact(text + secret + text)

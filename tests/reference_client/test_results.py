@@ -141,7 +141,7 @@ json_like = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(
     json_like
     | st.dictionaries(st.sampled_from(["content", "isError", "structuredContent"]), json_like)

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_host_conformance.mocks import _responses_wire as wire
 from mcp_host_conformance.mocks.journal import Entry, Journal
-from mcp_host_conformance.mocks.model_script import (
+from mcp_host_conformance.mocks.responses import wire
+from mcp_host_conformance.mocks.responses.script import (
     Plan,
     Step,
     plan_autopilot,

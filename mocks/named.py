@@ -1,6 +1,9 @@
-"""Every named mock: what it is, how to build its spec, how to start it.
+"""The named mocks (`CATALOG`): what each is, how to build its spec, how to start it.
 
-Strategy: a named mock is a `ServerSpec` plus a transport (`kind`), so the catalog is a
+(Named `named`, not `catalog`, so it is never confused with `harness.catalog`, the
+requirements catalog.)
+
+Strategy: a named mock is a `ServerSpec` plus a transport (`kind`), so `CATALOG` is a
 table of small builder functions. The builders of the limit breakers are public
 (`pages_spec`, `many_tools_spec`, `schema_of_size`, `schema_spec`, `definitions_spec`)
 so conformance cases can make their own sizes with the same measuring rule: a size is the

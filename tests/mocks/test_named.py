@@ -7,7 +7,7 @@ import ssl
 import httpx
 import pytest
 
-from mcp_host_conformance.mocks.catalog import (
+from mcp_host_conformance.mocks.named import (
     CATALOG,
     KIB,
     definitions_size,

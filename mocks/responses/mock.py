@@ -1,60 +1,19 @@
-"""The mock OpenAI Responses service: a model that calls tools on cue.
+"""`MockResponses` (the service on a real port) and `responses_router` (the same service
+as a respx router for in-process httpx clients).
 
-Strategy: `MockResponses` is a real HTTP server on 127.0.0.1 (for any host, in any
-language) and `responses_router` is a respx router (for in-process httpx clients); both
-call the same `ResponsesService`, so they answer alike. What the model says comes from a
-script of `Step`s (see `mcp_host_conformance.mocks.model_script`); with no script it
-plays an autopilot that calls each offered MCP tool once and then answers in text. Every
-request is journalled whole (headers and parsed body) before it is judged, so a case
-sees what a host sent even when the service rejected it.
-
-    with MockResponses() as model:
-        model.script(
-            [Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")]
-        )
-        ... point the host at model.url with model.api_key ...
-        model.requests()   # the bodies it received
-
-Standalone: `python -m mcp_host_conformance.mocks.responses [--script FILE]` prints one
-JSON line with the url, key and journal URL, then serves until Ctrl-C / SIGTERM.
+Strategy: both front the one `ResponsesService`, so an in-process client and an
+out-of-process one meet the same model, script and journal.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import signal
-import sys
-import threading
 from collections.abc import Iterable
 from typing import Any
 
-from mcp_host_conformance.mocks._responses_http import ThreadedHTTP
-from mcp_host_conformance.mocks._responses_service import Answer, ResponsesService
-from mcp_host_conformance.mocks._responses_wire import parse_sse
 from mcp_host_conformance.mocks.journal import Journal
-from mcp_host_conformance.mocks.model_script import (
-    Step,
-    function_call_outputs,
-    function_calls,
-    label,
-    offered_mcp_tools,
-    offered_tools,
-    script_from_json,
-)
-
-__all__ = [
-    "MockResponses",
-    "ResponsesService",
-    "Step",
-    "function_call_outputs",
-    "function_calls",
-    "label",
-    "offered_mcp_tools",
-    "offered_tools",
-    "parse_sse",
-    "responses_router",
-]
+from mcp_host_conformance.mocks.responses.script import Step
+from mcp_host_conformance.mocks.responses.service import Answer, ResponsesService
+from mcp_host_conformance.mocks.responses.threaded_http import ThreadedHTTP
 
 DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 
@@ -145,46 +104,3 @@ def responses_router(model: MockResponses | ResponsesService, base_url: str | No
 
     router.route().mock(side_effect=answer)
     return router
-
-
-# ---- standalone ----------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_host_conformance.mocks.responses", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--script", help="JSON file holding a list of steps (default: autopilot)")
-    parser.add_argument("--api-key", help="the bearer key to accept (default: random)")
-    args = parser.parse_args(argv)
-    steps = None
-    if args.script:
-        try:
-            with open(args.script, encoding="utf-8") as f:
-                steps = script_from_json(json.load(f))
-        except (OSError, ValueError) as exc:
-            print(
-                f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}",
-                file=sys.stderr,
-            )
-            return 2
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with MockResponses(api_key=args.api_key) as model:
-        model.script(steps)
-        line = {
-            "name": "responses",
-            "url": model.url,
-            "api_key": model.api_key,
-            "journal": model.journal_url,
-        }
-        print(json.dumps(line), flush=True)
-        try:
-            stop.wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

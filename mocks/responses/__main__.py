@@ -1,0 +1,57 @@
+"""Standalone mock Responses service: `python -m mcp_host_conformance.mocks.responses`.
+
+Prints one JSON line with the url, key and journal URL, then serves until Ctrl-C or
+SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from mcp_host_conformance.mocks.responses.mock import MockResponses
+from mcp_host_conformance.mocks.responses.script import script_from_json
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_host_conformance.mocks.responses",
+        description="The mock OpenAI Responses service, standalone.",
+    )
+    parser.add_argument("--script", help="JSON file holding a list of steps (default: autopilot)")
+    parser.add_argument("--api-key", help="the bearer key to accept (default: random)")
+    args = parser.parse_args(argv)
+    steps = None
+    if args.script:
+        try:
+            with open(args.script, encoding="utf-8") as f:
+                steps = script_from_json(json.load(f))
+        except (OSError, ValueError) as exc:
+            print(
+                f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}",
+                file=sys.stderr,
+            )
+            return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with MockResponses(api_key=args.api_key) as model:
+        model.script(steps)
+        line = {
+            "name": "responses",
+            "url": model.url,
+            "api_key": model.api_key,
+            "journal": model.journal_url,
+        }
+        print(json.dumps(line), flush=True)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

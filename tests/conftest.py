@@ -1,0 +1,29 @@
+"""Settings shared by the project's own tests.
+
+Strategy: hypothesis profiles live here, in one place, and `HYPOTHESIS_PROFILE` picks one
+(tox sets `ci`). Tests say only what is particular to them (`deadline=None` where an
+example starts a process); how many examples to run is the profile's business:
+- `dev` (default): hypothesis's random search, 100 examples, for the edit-run loop;
+- `ci`: 200 examples, derandomized, so a verdict never changes between two CI runs of the same code;
+- `fuzz`: 5,000 random examples per property, run by hand before a release
+  (`HYPOTHESIS_PROFILE=fuzz pytest tests -k fuzz`).
+The conformance suite's own profile (for the cases run against a host) is registered by
+the harness's pytest plugin, not here: a user's run never reads this file.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=100)
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("fuzz", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
