@@ -16,7 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.observe import builtin_tools, mcp_tool, mcp_tools, model_requests
+from mcp_host_conformance.harness.observe import (
+    builtin_tools,
+    mcp_tool,
+    mcp_tools,
+    model_requests,
+    offered_function,
+)
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
@@ -277,14 +283,16 @@ SCHEMAS = {
 def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
     """The function's `parameters` equal the server's `inputSchema` exactly,
     and `strict` is false."""
-    host.add_http("docs", http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()])))
+    docs = http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()]))
+    host.add_http("docs", docs)
     body = offered_after_start(host, model, "EXP-3")
-    for name, schema in SCHEMAS.items():
-        offered = mcp_tool(body, "docs", name) or {}
+    for name in SCHEMAS:
+        served = docs.spec.tool(name).definition()["inputSchema"]  # as served (marker included)
+        offered = offered_function(body, docs, name) or {}
         check(
-            offered.get("parameters") == schema,
+            offered.get("parameters") == served,
             ids="EXP-3",
-            expected=f"parameters of docs/{name} equal to its inputSchema {schema}",
+            expected=f"parameters of docs/{name} equal to its inputSchema {served}",
             actual=f"parameters {offered.get('parameters')}",
         )
         check(
@@ -341,7 +349,7 @@ def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, mod
         expected="three model requests (call, result, second question)",
         actual=f"{len(bodies)}",
     )
-    without = [i for i, b in enumerate(bodies) if mcp_tool(b, "docs", "query") is None]
+    without = [i for i, b in enumerate(bodies) if offered_function(b, docs, "query") is None]
     check(
         not without,
         ids="EXP-5",

@@ -243,6 +243,7 @@ def host(case: Case, adapter: Adapter, model: Any, timeouts: Timeouts) -> Host:
         model_url=model.url,
         model_key=model.api_key,
         timeouts=timeouts,
+        model=model,
     )
     case.hosts.append(owner)
     return owner

@@ -201,6 +201,9 @@ class Host:
     runs: list[Running] = field(default_factory=list)
     ca_file: Path | None = None
     env: dict[str, str] = field(default_factory=dict)  # extra environment for every start
+    # the mock model: told which configured name each mock has, so a scripted call
+    # `Step.call(server=NAME, tool=T)` finds that mock's tool by its marker
+    model: Any = None
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -227,13 +230,19 @@ class Host:
         """Configure an HttpMock (its URL, or `url`); a TLS mock's CA becomes the CA to trust."""
         if getattr(mock, "ca_file", None) is not None:
             self.ca_file = Path(mock.ca_file)
+        self._bind(name, mock)
         return self.add(HttpServer(name=name, url=url or mock.url, headers=dict(headers or {})))
+
+    def _bind(self, name: str, mock: Any) -> None:
+        if self.model is not None and getattr(mock, "marker_token", None):
+            self.model.bind(name, mock)
 
     def add_stdio(
         self, name: str, mock: Any, args: Sequence[str] = (), env: dict[str, str] | None = None
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
+        self._bind(name, mock)
         return self.add(
             StdioServer(
                 name=name, command=command[0], args=command[1:] + list(args), env=dict(env or {})

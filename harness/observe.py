@@ -1,10 +1,13 @@
 """Reading what the client sent to the model service, the way a case needs it.
 
-Strategy: cases check rules, not the reference client's way of meeting them, so an MCP
-tool is found in a model request by its label `[MCP server S, tool T]` (EXP-4), never by
-assuming the exposed name. These are pure functions of the mock Responses service's
-journal entries and request bodies (see `mcp_host_conformance.mocks.model_script` for
-the body readers).
+Strategy: cases check rules, not the reference client's way of meeting them. An MCP tool
+is found in a model request by its mock's marker (`offered_function`), which every mock
+serves in each tool's description and schema: it is there whatever name, label or place
+(a top-level function, a function inside a Responses `namespace` tool) the host chose.
+Only the EXP rules, whose subject is the naming and labelling, look a tool up by its label
+`[MCP server S, tool T]` (`mcp_tool`, `exposed_name`). These are pure functions of the
+mock Responses service's journal entries and request bodies (see
+`mcp_host_conformance.mocks.responses.script` for the body readers).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from mcp_host_conformance.mocks.model_script import (
     label,
     offered_tools,
 )
+from mcp_host_conformance.mocks.responses.script import carries, offered_functions
+from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
 __all__ = [
     "builtin_tools",
@@ -30,8 +35,11 @@ __all__ = [
     "mcp_tool",
     "mcp_tools",
     "model_requests",
+    "offered_function",
+    "offered_functions",
     "offered_names",
     "offered_tools",
+    "offered_tools_of",
     "output_text",
     "paired_outputs",
     "reply_calls",
@@ -69,14 +77,18 @@ def mcp_tools(body: Any) -> list[dict[str, Any]]:
 
 
 def builtin_tools(body: Any) -> list[dict[str, Any]]:
-    """Offered tools that are not MCP tools (the client's own), of any type."""
+    """Offered tools that are not MCP tools (the client's own), of any type: neither
+    labelled as an MCP tool nor carrying a mock's marker (a `namespace` tool holding MCP
+    functions carries their markers)."""
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return []
     return [
         t
         for t in tools
-        if isinstance(t, dict) and not str(t.get("description") or "").startswith("[MCP server ")
+        if isinstance(t, dict)
+        and not str(t.get("description") or "").startswith("[MCP server ")
+        and not carries(t, MARKER_PREFIX)
     ]
 
 
@@ -86,6 +98,22 @@ def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
     return next(
         (t for t in offered_tools(body) if str(t.get("description") or "").startswith(wanted)), None
     )
+
+
+def offered_function(body: Any, mock: Any, tool: str) -> dict[str, Any] | None:
+    """The function the host offered for `mock`'s tool `tool`, found by the tool's marker
+    anywhere in it, at the top level or inside a `namespace` tool; None if not offered."""
+    marker = tool_marker(mock.marker_token, tool)
+    return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
+
+
+def offered_tools_of(body: Any, mock: Any, tools: Any = None) -> list[str]:
+    """Which of `mock`'s tools (default: every tool it serves or changes to) the request
+    offers, by their markers, in the mock's order."""
+    if tools is None:
+        spec = mock.spec
+        tools = [t.name for t in [*spec.tools, *spec.misbehaviour.changed_tools]]
+    return [name for name in dict.fromkeys(tools) if offered_function(body, mock, name)]
 
 
 def exposed_name(body: Any, server: str, tool: str) -> str | None:

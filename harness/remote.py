@@ -58,16 +58,15 @@ class RemoteListener:
 
     @staticmethod
     def _read_first_line(connection: socket.socket, entry: Entry) -> None:
-        with connection:
+        with connection:  # closed only once the entry is complete
             connection.settimeout(_READ_BOUND)
             try:
                 first = connection.recv(_FIRST_BYTES)
             except OSError:
                 first = b""
-        lines = first.decode("latin-1").split("\r\n")
-        entry.extra["first_line"] = lines[0][:200]
-        host = next((ln[5:].strip() for ln in lines[1:] if ln[:5].lower() == "host:"), "")
-        entry.extra["host"] = host[:200]
+            lines = first.decode("latin-1").split("\r\n")
+            host = next((ln[5:].strip() for ln in lines[1:] if ln[:5].lower() == "host:"), "")
+            entry.extra.update(first_line=lines[0][:200], host=host[:200])
 
     def close(self) -> None:
         self._closed.set()

@@ -17,7 +17,6 @@ what arrived, even at a mock that then rejects, redirects or drops it.
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import json
 import socket
@@ -36,7 +35,7 @@ from mcp_host_conformance.mocks._http import (
     write_response,
 )
 from mcp_host_conformance.mocks.journal import Entry, Journal
-from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool, new_marker_token, with_markers
 
 START_TIMEOUT = 10.0
 JSON_HEADERS = [("content-type", "application/json")]
@@ -61,7 +60,10 @@ class HttpMock:
     def __init__(self, spec: ServerSpec, tls: str | None = None) -> None:
         if tls not in (None, "trusted", "untrusted"):
             raise ValueError(f"tls must be None, 'trusted' or 'untrusted', not {tls!r}")
-        self.spec = copy.deepcopy(spec)  # change_tools must not touch the caller's spec
+        # a marked copy: change_tools must not touch the caller's spec, and the mock model
+        # finds this mock's tools by their markers (mocks.spec.with_markers)
+        self.marker_token = new_marker_token()
+        self.spec = with_markers(spec, self.marker_token)
         self.tls = tls
         self.journal = Journal()
         self.url: str | None = None
@@ -175,7 +177,7 @@ class HttpMock:
         """Switch the tool list and send `notifications/tools/list_changed` to every session."""
         loop = self._loop
         if loop is None:
-            self.spec.tools = list(tools)
+            self.spec.tools = with_markers(ServerSpec(tools=tools), self.marker_token).tools
             return
         done = threading.Event()
 
@@ -187,7 +189,7 @@ class HttpMock:
         done.wait(START_TIMEOUT)
 
     def _switch_tools(self, tools: list[Tool]) -> None:
-        self.spec.tools = tools
+        self.spec.tools = with_markers(ServerSpec(tools=tools), self.marker_token).tools
         note = _rpc.notification("notifications/tools/list_changed")
         for session in self._sessions.values():
             session.outbox.put_nowait(note)

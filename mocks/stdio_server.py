@@ -56,7 +56,14 @@ _make_mocks_importable()
 
 from mcp_host_conformance.mocks import _rpc  # noqa: E402
 from mcp_host_conformance.mocks.journal import Entry, FileJournal  # noqa: E402
-from mcp_host_conformance.mocks.spec import ServerSpec, SpecError, dump_spec, load_spec  # noqa: E402
+from mcp_host_conformance.mocks.spec import (  # noqa: E402
+    ServerSpec,
+    SpecError,
+    dump_spec,
+    load_spec,
+    new_marker_token,
+    with_markers,
+)
 
 SCRIPT = os.path.abspath(__file__)
 GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{\n"
@@ -307,7 +314,9 @@ class StdioMock:
     """A stdio mock ready to be spawned by a client: spec file, journal file, command."""
 
     def __init__(self, spec: ServerSpec, workdir: str | os.PathLike[str]) -> None:
-        self.spec = spec
+        # marked, so the mock model finds this mock's tools (mocks.spec.with_markers)
+        self.marker_token = new_marker_token()
+        self.spec = spec = with_markers(spec, self.marker_token)
         workdir = os.path.abspath(os.fspath(workdir))
         os.makedirs(workdir, exist_ok=True)
         stem = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)}-{os.getpid()}-{next(_counter)}"

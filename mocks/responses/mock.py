@@ -69,6 +69,11 @@ class MockResponses:
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
         self.service.script(steps)
 
+    def bind(self, server: str, mock: Any) -> None:
+        """The host knows `mock` (anything with a `marker_token`, or the token itself) as
+        `server`: scripted calls to `server` find its tools by their markers."""
+        self.service.bind(server, mock if isinstance(mock, str) else mock.marker_token)
+
     def reset(self) -> None:
         self.service.reset()
 

@@ -58,8 +58,16 @@ class ResponsesService:
         self._script: list[Step] | None = None
         self._called: set[str] = set()
         self._stored_calls: dict[str, list[str]] = {}
+        self._bindings: dict[str, str] = {}
 
     # state ---------------------------------------------------------------------------
+    def bind(self, server: str, marker_token: str) -> None:
+        """Tell the model that the host knows the mock with this marker token as `server`
+        (the name it was configured under), so `Step.call(server=, tool=)` finds its tools
+        by their markers."""
+        with self._lock:
+            self._bindings[server] = marker_token
+
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
         """Set the replies, one per model request; None switches back to the autopilot."""
         if steps is None:
@@ -77,6 +85,7 @@ class ResponsesService:
             self._script = None
             self._called.clear()
             self._stored_calls.clear()
+            self._bindings.clear()
         self.journal.clear()
 
     def requests(self) -> list[Any]:
@@ -97,7 +106,7 @@ class ResponsesService:
         connection: str | None = None,
     ) -> Answer:
         path = path.split("?", 1)[0]
-        if path in ("/__journal", "/__reset", "/__script"):
+        if path in ("/__journal", "/__reset", "/__script", "/__servers"):
             return self._admin(method, path, raw)
         body, parsed = _parse(raw)
         extra: dict[str, Any] = {"body": body}
@@ -133,10 +142,13 @@ class ResponsesService:
             )
         if plan.error_status is not None:
             return Answer.error(wire.error_for_status(plan.error_status, plan.error_message))
-        output = [wire.function_call_item(name, args) for name, args in plan.calls]
+        output = [wire.function_call_item(name, args, ns) for name, args, ns in plan.calls]
         # The calls this reply makes, on the request's own entry: cases pair them with the
         # outputs of the next request (RES-11) even when a client does not replay them.
-        extra["reply_calls"] = [{k: i[k] for k in ("call_id", "name", "arguments")} for i in output]
+        extra["reply_calls"] = [
+            {k: i[k] for k in ("call_id", "name", "arguments", "namespace") if k in i}
+            for i in output
+        ]
         if plan.text is not None:
             output.append(wire.message_item(plan.text))
         response = wire.response_object(body, output)
@@ -169,12 +181,13 @@ class ResponsesService:
         with self._lock:
             if self._script is None:
                 plan = plan_autopilot(body, self._called)
-                self._called.update(name for name, _ in plan.calls)
+                self._called.update(name for name, _, _ in plan.calls)
                 return plan
             if not self._script:
                 return Plan(text="done")
             step = self._script[0] if self._script[0].repeat else self._script.pop(0)
-        return plan_reply(step, body)
+            bindings = dict(self._bindings)
+        return plan_reply(step, body, bindings)
 
     def _admin(self, method: str, path: str, raw: bytes) -> Answer:
         if path == "/__journal" and method == "GET":
@@ -202,6 +215,27 @@ class ResponsesService:
                 )
             self.script(steps)
             return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
+        if path == "/__servers" and method == "POST":
+            data, parsed = _parse(raw)
+            if (
+                not parsed
+                or not isinstance(data, dict)
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+            ):
+                return Answer.json(
+                    400,
+                    {
+                        "error": {
+                            "message": 'expected {"server name": "marker token", ...}',
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": None,
+                        }
+                    },
+                )
+            for server, token in data.items():
+                self.bind(server, token)
+            return Answer.json(200, {"servers": len(data)})
         return Answer.error(wire.not_found(method, path))
 
 
