@@ -12,6 +12,7 @@ mock Responses service's journal entries and request bodies (see
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "paired_outputs",
     "reply_calls",
     "shows_status",
+    "stated_status",
     "status_problem",
     "status_text",
     "stays_quiet",
@@ -163,25 +165,52 @@ def output_text(output: Any) -> str:
             p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
         ]
         return "\n".join(parts)
-    import json
-
     return "" if output is None else json.dumps(output, ensure_ascii=False)
 
 
-_STATUS_LABEL = re.compile(r"\bstatus\b[\"']?\s*[:=]?\s*[\"']?([a-z_]+)", re.IGNORECASE)
-
-
-def shows_status(text: str, status: str) -> bool:
-    """Whether an output text tells the model this status. A labelled status
-    (`Status: unknown`, `"status": "unknown"`) must be this one; without a label the
-    status word must appear as a word."""
-    labelled = _STATUS_LABEL.search(text)
-    if labelled and labelled.group(1).lower() in STATUS_WORDS:
-        return labelled.group(1).lower() == status
-    return re.search(rf"(?<![a-z_]){re.escape(status)}(?![a-z_])", text, re.IGNORECASE) is not None
-
-
 STATUS_WORDS = ("completed", "failed", "denied", "unknown", "output_limit")
+_ANY_STATUS = "|".join(STATUS_WORDS)
+# The catalog's framing, as the seed shows it: `[Tool result: completed]`.
+_FRAMING = re.compile(rf"\[\s*tool\s+result\s*:\s*({_ANY_STATUS})\s*\]", re.IGNORECASE)
+# A status phrase: the word "status" (maybe quoted, maybe "status of this call") then
+# `:`, `=`, "is" or "was", then the status: `Status: unknown`, `"status": "denied"`,
+# `status=failed`, "The status of this call is unknown".
+_PHRASE = re.compile(
+    rf"(?<![\w-])status[\"'`]?(?:\s+of\s+[^\n.:;=]{{1,60}}?)?\s*(?:[:=]|\bis\b|\bwas\b)\s*"
+    rf"[\"'`]?({_ANY_STATUS})(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def stated_status(output: Any) -> str | None:
+    """The status an output tells the model, or None when it states none.
+
+    Only a statement counts: the catalog's framing (`[Tool result: STATUS]`), a structured
+    field (a JSON object output whose `status` is one), or a status phrase (`Status: X`,
+    `"status": "X"`, "the status of this call is X"). A bare word anywhere (a Rust
+    backtrace's `<unknown>` frames, "failed to parse") states nothing. The first statement
+    in the output decides."""
+    if isinstance(output, dict):
+        structured = output.get("status")
+        if isinstance(structured, str) and structured.lower() in STATUS_WORDS:
+            return structured.lower()
+    text = output_text(output)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("status"), str):
+        if parsed["status"].lower() in STATUS_WORDS:
+            return str(parsed["status"]).lower()
+    found = [m for m in (_FRAMING.search(text), _PHRASE.search(text)) if m is not None]
+    if not found:
+        return None
+    return min(found, key=lambda m: m.start()).group(1).lower()
+
+
+def shows_status(text: Any, status: str) -> bool:
+    """Whether an output states this status (see `stated_status`)."""
+    return stated_status(text) == status
 
 
 def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
@@ -263,8 +292,14 @@ def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | 
     if len(outputs) > 1:
         return f"{len(outputs)} outputs for call {made['call_id']} in the next model request"
     text = output_text(outputs[0])
-    if not shows_status(text, status):
-        return f"the model received {text[:200]!r}, not status {status}"
+    stated = stated_status(outputs[0])
+    if stated is None:
+        return (
+            f"the model received {text[:200]!r}, which states no status (expected {status}: "
+            f"`[Tool result: {status}]`, a `status` field, or `Status: {status}`)"
+        )
+    if stated != status:
+        return f"the model received {text[:200]!r}, stating status {stated}, not {status}"
     reported = [c.status for c in getattr(turn, "calls", [])]
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"
