@@ -33,9 +33,11 @@ __all__ = [
     "function_calls",
     "label",
     "last_request",
+    "mcp_functions",
     "mcp_tool",
     "mcp_tools",
     "model_requests",
+    "offered_for",
     "offered_function",
     "offered_functions",
     "offered_names",
@@ -107,6 +109,26 @@ def offered_function(body: Any, mock: Any, tool: str) -> dict[str, Any] | None:
     anywhere in it, at the top level or inside a `namespace` tool; None if not offered."""
     marker = tool_marker(mock.marker_token, tool)
     return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
+
+
+def offered_for(body: Any, model: Any, server: str, tool: str) -> dict[str, Any] | None:
+    """The function offered for tool `tool` of the server configured as `server`: by the
+    marker of the mock the model knows under that name (`Host.add_http`/`add_stdio` tell
+    it), else, for a server no mock stands behind, by its label."""
+    marker = model.marker_for(server, tool)
+    if marker is None:
+        return mcp_tool(body, server, tool)
+    return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
+
+
+def mcp_functions(body: Any) -> list[dict[str, Any]]:
+    """Every offered function for an MCP tool (carrying a mock's marker, or labelled), at the
+    top level or inside `namespace` tools."""
+    return [
+        f
+        for f, _ in offered_functions(body)
+        if carries(f, MARKER_PREFIX) or str(f.get("description") or "").startswith("[MCP server ")
+    ]
 
 
 def offered_tools_of(body: Any, mock: Any, tools: Any = None) -> list[str]:

@@ -27,6 +27,7 @@ from mcp_host_conformance.mocks.responses.script import (
     plan_reply,
     script_from_json,
 )
+from mcp_host_conformance.mocks.spec import tool_marker
 
 JSON = {"content-type": "application/json"}
 
@@ -79,6 +80,11 @@ class ResponsesService:
             ]
         with self._lock:
             self._script = new
+
+    def marker_for(self, server: str, tool: str) -> str | None:
+        with self._lock:
+            token = self._bindings.get(server)
+        return None if token is None else tool_marker(token, tool)
 
     def reset(self) -> None:
         with self._lock:
