@@ -189,7 +189,7 @@ def test_admin_endpoints_script_journal_reset(model):
         assert reply.json()["output"][0]["content"][0]["text"] == "from file"
         journal = c.get(root + "/__journal").json()
         assert [e["path"] for e in journal] == ["/v1/responses"]
-        assert c.post(root + "/__reset").status_code == 200
+        assert c.post(root + "/__reset").status_code == 204  # the one admin handler
         assert c.get(root + "/__journal").json() == []
 
 
