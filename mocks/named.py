@@ -393,6 +393,20 @@ def _entries() -> list[CatalogEntry]:
         out.append(
             CatalogEntry(f"flaky-{how}", f"reads a tools/call whole, then {what}", "http", build)
         )
+    for variant, what in (
+        ("deliver", "delivers the result on the GET that resumes with Last-Event-ID"),
+        ("stall", "never delivers: the resuming GET is held open, empty"),
+        ("error", "delivers a JSON-RPC error on the resuming GET"),
+        ("close-again", "closes the resumed stream once more; delivers on the GET after"),
+    ):
+        name = "sse-poll" if variant == "deliver" else f"sse-poll-{variant}"
+
+        def build(name: str = name, variant: str = variant) -> ServerSpec:
+            return _misbehaving(name, f"SSE polling ({variant})", poll_call=variant)
+
+        out.append(
+            CatalogEntry(name, f"primes and closes each tools/call stream; {what}", "http", build)
+        )
     out += [
         CatalogEntry(
             "stall-initialize",
