@@ -363,9 +363,9 @@ class HttpMock:
             self._sessions[session.id] = session
             headers.append(("mcp-session-id", session.id))
         else:
-            problem = self._session_problem(request)
-            if problem:
-                self._refuse(conn, problem[0], problem[1], keep)
+            unknown = self._session_problem(request)
+            if unknown:
+                self._refuse(conn, unknown[0], unknown[1], keep)
                 return keep
             session = self._sessions[request.headers["mcp-session-id"]]
 

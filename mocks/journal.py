@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -195,7 +195,7 @@ class Journal:
     def __len__(self) -> int:
         return len(self._snapshot())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self._snapshot())
 
 

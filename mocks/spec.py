@@ -376,7 +376,7 @@ CHECKS: dict[type, dict[str, Check]] = {
 
 
 def _build(cls: type, data: Any, where: str) -> Any:
-    if isinstance(data, cls):
+    if isinstance(data, cls) and dataclasses.is_dataclass(data) and not isinstance(data, type):
         data = asdict(data)  # checked like a dict: a Python-built spec can be wrong too
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a table/object, got {type(data).__name__}")

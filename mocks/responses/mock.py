@@ -12,13 +12,16 @@ transfer encoding, one chunk per event.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_host_conformance.mocks._http import ChunkedBody, HttpLimits, Request, write_response
 from mcp_host_conformance.mocks.journal import Journal
 from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
 from mcp_host_conformance.mocks.responses.script import Step
 from mcp_host_conformance.mocks.responses.service import Answer, ResponsesService
+
+if TYPE_CHECKING:  # respx and httpx load only when a router is made
+    import respx
 
 DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 
@@ -102,7 +105,9 @@ class MockResponses:
         return self.service.requests()
 
 
-def responses_router(model: MockResponses | ResponsesService, base_url: str | None = None):
+def responses_router(
+    model: MockResponses | ResponsesService, base_url: str | None = None
+) -> respx.MockRouter:
     """A respx router answering `{base_url}/responses` with `model`'s logic and journal.
 
     `base_url` defaults to the model's own URL when it is started, else a name that never
