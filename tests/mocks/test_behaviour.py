@@ -140,3 +140,16 @@ def test_fuzz_any_request_gets_a_plan_with_a_reply_to_its_id(method, id_, params
     if got.reply is not None:
         assert got.reply["id"] == id_ and ("result" in got.reply) != ("error" in got.reply)
         json.dumps(got.reply)
+
+
+@settings(deadline=None)
+@given(json_values)
+def test_fuzz_classify_any_decoded_message(message):
+    """The JSON-RPC message classifier (both transports) on any decoded JSON value."""
+    kind, problem = _rpc.classify(message)
+    assert kind in ("request", "notification", "response", "invalid")
+    assert (problem is not None) == (kind == "invalid")
+    if problem is not None:
+        assert problem["error"]["code"] == _rpc.INVALID_REQUEST
+        assert problem["id"] is None or isinstance(problem["id"], str | int)
+        json.dumps(problem)

@@ -212,3 +212,23 @@ def test_close_ends_stalled_connections_quickly(start_mock, raw):
         assert sock.recv(10) == b""
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+def test_garbage_over_http_is_a_body_that_is_not_json_rpc(start_mock, mode):
+    mock = start_mock(_spec(mode, garbage=True))
+    response = httpx.post(
+        mock.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        headers={"accept": "application/json, text/event-stream"},
+        timeout=10,
+    )
+    assert response.status_code == 200 and parse_messages_or_none(response) is None
+    assert mock.journal.entries(kind="event", where=lambda e: e.extra.get("event") == "garbage")
+
+
+def parse_messages_or_none(response: httpx.Response) -> list | None:
+    try:
+        return parse_messages(response) or None
+    except ValueError:
+        return None
