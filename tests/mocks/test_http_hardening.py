@@ -247,3 +247,42 @@ def test_close_is_bounded_with_clients_connected(kind):
         for sock in sockets:
             sock.close()
         server.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_connections_over_the_limit_get_503_and_a_journal_event(kind):
+    target, server = _start(kind, HttpLimits(max_connections=2))
+    held = []
+    try:
+        for _ in range(2):
+            sock = socket.create_connection(("127.0.0.1", target.port), timeout=GENEROUS)
+            if target.ssl is not None:
+                sock = target.ssl.wrap_socket(sock, server_hostname="127.0.0.1")
+            held.append(sock)
+        response = _run(exchange(target, target.request(), timeout=GENEROUS))
+        assert status_of(response) == 503  # type: ignore[arg-type]
+        target.journal.wait_for(
+            kind="event",
+            where=lambda e: e.extra.get("event") == "connection-refused",
+            timeout=GENEROUS,
+        )
+        held[0].sendall(target.request())  # the connections within the limit still work
+        answer = b""
+        while chunk := held[0].recv(65536):
+            answer += chunk
+        assert status_of(answer) == 200
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_expect_100_continue_gets_a_100_then_the_answer(kind):
+    target, server = _start(kind)
+    try:
+        response = _run(exchange(target, target.request(extra="expect: 100-continue\r\n")))
+        assert response.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ")  # type: ignore[union-attr]
+        assert target.requests_journalled() == 1
+    finally:
+        server.close()  # type: ignore[attr-defined]
