@@ -18,7 +18,8 @@ drains nor discards stderr fills the pipe and the mock blocks, so its calls stop
 and the case sees it; a client that discards stderr never notices. `exit_at_once` exits
 before reading anything, `garbage` answers every line with non-JSON text, `oversize_at`
 answers that method with one line over the size in the spec (default 1 MiB + 64 KiB),
-`spawn_child` leaves a sleeping child in the server's process group (STDIO-5).
+`spawn_child` leaves a sleeping child in the server's process group (STDIO-5),
+`drop_call` "close"/"reset" end the process after reading a call ("stall": no answer).
 
 Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which writes the
 spec file and names the journal and the command line, and `pid_alive` / `process_state`
