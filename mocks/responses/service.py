@@ -18,7 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.responses import wire
 from mcp_host_conformance.mocks.responses.script import (
     Plan,
@@ -97,12 +99,16 @@ class ResponsesService:
         connection: str | None = None,
     ) -> Answer:
         path = path.split("?", 1)[0]
-        if path in ("/__journal", "/__reset", "/__script"):
-            return self._admin(method, path, raw)
-        body, parsed = _parse(raw)
+        admin = admin_answer(method, path, self.journal, self.reset)
+        if admin is not None:
+            return Answer(admin.status, dict(admin.headers), admin.body)
+        if path == "/__script":
+            return self._script_endpoint(method, raw)
+        body, unreadable = _parse(raw)
         extra: dict[str, Any] = {"body": body}
-        if not parsed:
+        if unreadable is not None:
             extra["raw"] = raw[:200].decode("utf-8", "replace")
+            extra["error"] = unreadable
         self.journal.record(
             Entry(
                 kind="http",
@@ -119,8 +125,8 @@ class ResponsesService:
             return Answer.error(problem)
         if not (method == "POST" and path == "/v1/responses"):
             return Answer.error(wire.not_found(method, path))
-        if not parsed:
-            return Answer.error(wire.bad_json())
+        if unreadable is not None:
+            return Answer.error(wire.bad_json(unreadable))
         with self._lock:
             stored = dict(self._stored_calls)
         problem = wire.check_request(body, stored)
@@ -176,39 +182,26 @@ class ResponsesService:
             step = self._script[0] if self._script[0].repeat else self._script.pop(0)
         return plan_reply(step, body)
 
-    def _admin(self, method: str, path: str, raw: bytes) -> Answer:
-        if path == "/__journal" and method == "GET":
-            return Answer.json(200, self.journal.to_json())
-        if path == "/__reset" and method == "POST":
-            self.reset()
-            return Answer.json(200, {"reset": True})
-        if path == "/__script" and method == "POST":
-            data, parsed = _parse(raw)
-            try:
-                if not parsed:
-                    raise ValueError("body is not JSON")
-                steps = None if data is None else script_from_json(data)
-            except ValueError as exc:
-                return Answer.json(
-                    400,
-                    {
-                        "error": {
-                            "message": str(exc),
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
-            self.script(steps)
-            return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
-        return Answer.error(wire.not_found(method, path))
+    def _script_endpoint(self, method: str, raw: bytes) -> Answer:
+        """`POST /__script`: a JSON list of steps (or null for the autopilot)."""
+        if method != "POST":
+            return Answer(405, {"allow": "POST"})
+        data, problem = _parse(raw)
+        try:
+            if problem is not None:
+                raise ValueError(f"body is not JSON: {problem}")
+            steps = None if data is None else script_from_json(data)
+        except ValueError as exc:
+            return Answer.error(wire.ApiError(400, str(exc)))
+        self.script(steps)
+        return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
 
 
-def _parse(raw: bytes) -> tuple[Any, bool]:
+def _parse(raw: bytes) -> tuple[Any, str | None]:
+    """(the JSON value, None), or (None, why it is not JSON the mock takes)."""
     if not raw:
-        return None, False
+        return None, "empty body"
     try:
-        return json.loads(raw), True
-    except (ValueError, UnicodeDecodeError):
-        return None, False
+        return read_json(raw), None
+    except JsonInputError as exc:
+        return None, str(exc)
