@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -145,9 +146,17 @@ def _announce(described: dict[str, Any], as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "list":
-        return _list()
-    return _serve(args)
+    try:
+        if args.command == "list":
+            return _list()
+        return _serve(args)  # its `finally` stops every mock, whatever ends it
+    except BrokenPipeError:
+        # The reader went away (`mcp-mocks list | head -1`): that is its choice, not an
+        # error. Point stdout at /dev/null so the interpreter's last flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
 
 
 if __name__ == "__main__":

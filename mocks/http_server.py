@@ -1,17 +1,18 @@
 """The Streamable HTTP mock MCP server, plain or TLS, well-behaved or not.
 
-Strategy: one asyncio server at the socket level, on its own event loop in a background
-thread, so a test (synchronous or not) can start it in milliseconds and read its journal
-while it runs. It parses HTTP itself (`mcp_host_conformance.mocks._http`) because
-several misbehaviours live below what an ASGI app can do: a TCP reset right after a
-`tools/call` was read, a stall with the connection held open, a response over any sane
-size limit. The MCP protocol is answered by the pure functions of
-`mcp_host_conformance.mocks._rpc`; this module adds the transport rules of Streamable
-HTTP (sessions, SSE or JSON responses, the GET stream for server notifications, DELETE)
-and applies the spec's `Misbehaviour`.
+Strategy: the server itself is `LoopServer` (an asyncio HTTP/1.1 server at the socket
+level, on its own loop in a background thread): several misbehaviours live below what an
+ASGI app can do (a TCP reset right after a `tools/call` was read, a stall with the
+connection held open, a response over any sane size limit). What to do with each JSON-RPC
+request is decided by `behaviour.decide` (shared with the stdio mock); this module adds
+the transport rules of Streamable HTTP (sessions, SSE or JSON responses, the GET stream
+for server notifications, DELETE, SSE polling with `Last-Event-ID`) and executes the
+plans. Rejections, redirects and header checks are HTTP's own and stay here.
 
 Every request is journalled before anything else happens to it, so a case can always see
-what arrived, even at a mock that then rejects, redirects or drops it.
+what arrived, even at a mock that then rejects, redirects or drops it: one kind="http"
+entry per request (method, target, headers) and one kind="rpc" entry per JSON-RPC message
+in its body.
 """
 
 from __future__ import annotations
@@ -21,23 +22,32 @@ import itertools
 import json
 import socket
 import struct
-import threading
 import uuid
 from typing import Any
 
 from mcp_host_conformance.mocks import _rpc
 from mcp_host_conformance.mocks._http import (
-    BadRequest,
     ChunkedBody,
+    HttpLimits,
     Request,
-    read_request,
     sse_event,
     write_response,
 )
-from mcp_host_conformance.mocks.journal import Entry, Journal
-from mcp_host_conformance.mocks.spec import ServerSpec, Tool, new_marker_token, with_markers
+from mcp_host_conformance.mocks.admin import admin_answer
+from mcp_host_conformance.mocks.behaviour import GARBAGE, Behaviour, Plan
+from mcp_host_conformance.mocks.journal import Entry, Journal, rpc_entry
+from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
+from mcp_host_conformance.mocks.polling import PolledStream, segments, stream_key
+from mcp_host_conformance.mocks.spec import (
+    ServerSpec,
+    Tool,
+    marked_tools,
+    new_marker_token,
+    spec_from_dict,
+    with_markers,
+)
 
-START_TIMEOUT = 10.0
 JSON_HEADERS = [("content-type", "application/json")]
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
@@ -47,6 +57,7 @@ class _Session:
         self.id = session_id
         # Server-to-client messages waiting for (or flowing to) the GET stream.
         self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.polled: dict[str, PolledStream] = {}  # stream key -> stream
 
 
 class HttpMock:
@@ -54,34 +65,33 @@ class HttpMock:
 
     `tls`: None (plain HTTP), "trusted" (certificate from the CA in `ca_file`) or
     "untrusted" (certificate from a CA nobody is given; `ca_file` is still the trusted
-    CA's, so trusting it must not help).
+    CA's, so trusting it must not help). `limits`: the HTTP bounds (`HttpLimits`).
     """
 
-    def __init__(self, spec: ServerSpec, tls: str | None = None) -> None:
+    def __init__(
+        self, spec: ServerSpec, tls: str | None = None, limits: HttpLimits | None = None
+    ) -> None:
         if tls not in (None, "trusted", "untrusted"):
             raise ValueError(f"tls must be None, 'trusted' or 'untrusted', not {tls!r}")
-        # a marked copy: change_tools must not touch the caller's spec, and the mock model
-        # finds this mock's tools by their markers (mocks.spec.with_markers)
+        # Checked, copied (change_tools never touches the caller's) and marked, so the mock
+        # model finds this mock's tools (mocks.spec.with_markers); a wrong spec fails here.
         self.marker_token = new_marker_token()
-        self.spec = with_markers(spec, self.marker_token)
+        self.spec = with_markers(spec_from_dict(spec), self.marker_token)
         self.tls = tls
+        self.limits = limits or HttpLimits()
         self.journal = Journal()
+        self.behaviour = Behaviour(self.spec)
         self.url: str | None = None
         self.port: int | None = None
         self.ca_file: str | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._server: LoopServer | None = None
         self._sessions: dict[str, _Session] = {}
-        self._connections = itertools.count(1)
-        self._calls_answered = 0
-        self._startup_error: BaseException | None = None
+        self._streams = itertools.count(1)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> HttpMock:
-        if self._thread is not None:
+        if self._server is not None:
             return self
         ssl_context = None
         if self.tls:
@@ -89,72 +99,24 @@ class HttpMock:
 
             ssl_context = tls_module.server_context(self.tls)
             self.ca_file = tls_module.trusted_ca_file()
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(ssl_context, ready),
+        server = LoopServer(
+            self._handle,
+            self.journal,
             name=f"HttpMock-{self.spec.name}",
-            daemon=True,
+            ssl_context=ssl_context,
+            limits=self.limits,
         )
-        self._thread.start()
-        if not ready.wait(START_TIMEOUT) or self._startup_error is not None:
-            self.close()
-            raise RuntimeError(f"HTTP mock {self.spec.name!r} did not start: {self._startup_error}")
+        server.start()
+        self._server = server
+        self.port = server.port
         scheme = "https" if self.tls else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}/mcp"
         return self
 
-    def _run(self, ssl_context: Any, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        loop.set_exception_handler(self._loop_error)
-        try:
-            self._server = loop.run_until_complete(
-                asyncio.start_server(
-                    self._connection, "127.0.0.1", 0, ssl=ssl_context, limit=256 * 1024
-                )
-            )
-            self.port = self._server.sockets[0].getsockname()[1]
-        except BaseException as exc:  # reported by start()
-            self._startup_error = exc
-            ready.set()
-            loop.close()
-            return
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
-
     def close(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        if loop.is_running():
-            future = asyncio.run_coroutine_threadsafe(self._stop(), loop)
-            try:
-                future.result(START_TIMEOUT)
-            except Exception:  # pragma: no cover - stopping must not raise
-                pass
-            loop.call_soon_threadsafe(loop.stop)
-        thread.join(START_TIMEOUT)
-        self._thread = None
-        self._loop = None
-
-    async def _stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        # Every task, not only the tracked ones: a connection accepted just before the server
-        # closed has a task whose coroutine has not started yet (and so is not tracked); left
-        # pending, it would be destroyed with the loop and warn.
-        current = asyncio.current_task()
-        tasks = [task for task in asyncio.all_tasks() if task is not current]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+            self._server = None
 
     def __enter__(self) -> HttpMock:
         return self.start()
@@ -162,146 +124,81 @@ class HttpMock:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        # TLS handshakes a client refuses end up here; they are facts for the journal, not
-        # crashes (and must not spam the test output).
-        self.journal.record(
-            Entry(
-                kind="event", extra={"event": "loop-error", "message": str(context.get("message"))}
-            )
-        )
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools served now (they change with `change_tools` or the misbehaviour)."""
+        return self.behaviour.tools
 
-    # ---- tools changing mid-session -----------------------------------------------------------
+    # ---- tools changing mid-session -----------------------------------------------------
 
     def change_tools(self, tools: list[Tool]) -> None:
         """Switch the tool list and send `notifications/tools/list_changed` to every session."""
-        loop = self._loop
-        if loop is None:
-            self.spec.tools = with_markers(ServerSpec(tools=tools), self.marker_token).tools
+        tools = marked_tools(tools, self.marker_token)
+        if self._server is None or self._server.loop is None:
+            self.behaviour.set_tools(tools)
             return
-        done = threading.Event()
 
-        def switch() -> None:
-            self._switch_tools(list(tools))
-            done.set()
+        async def switch() -> None:
+            self.behaviour.set_tools(tools)
+            self._notify_tools_changed(len(tools))
 
-        loop.call_soon_threadsafe(switch)
-        done.wait(START_TIMEOUT)
+        self._server.run(switch())
 
-    def _switch_tools(self, tools: list[Tool]) -> None:
-        self.spec.tools = with_markers(ServerSpec(tools=tools), self.marker_token).tools
+    def _notify_tools_changed(self, count: int) -> None:
         note = _rpc.notification("notifications/tools/list_changed")
         for session in self._sessions.values():
             session.outbox.put_nowait(note)
-        self.journal.record(
-            Entry(kind="event", extra={"event": "tools-changed", "tools": len(tools)})
-        )
+        self.journal.record(Entry(kind="event", extra={"event": "tools-changed", "count": count}))
 
-    # ---- connections ----------------------------------------------------------------------------
+    # ---- requests ------------------------------------------------------------------------
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = f"c{next(self._connections)}"
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while True:
-                try:
-                    request = await read_request(reader)
-                except BadRequest as exc:
-                    self.journal.record(
-                        Entry(
-                            kind="event",
-                            connection=connection,
-                            extra={"event": "bad-http", "reason": str(exc)},
-                        )
-                    )
-                    body = json.dumps({"error": str(exc)}).encode()
-                    write_response(writer, exc.status, body, JSON_HEADERS, keep_alive=False)
-                    await writer.drain()
-                    break
-                if request is None:
-                    break
-                keep = await self._dispatch(request, reader, writer, connection)
-                await writer.drain()
-                if not keep or not request.keep_alive:
-                    break
-        except asyncio.CancelledError:
-            writer.transport.abort()
-            raise
-        except (ConnectionError, OSError):
-            pass
-        except Exception as exc:  # a mock never crashes on what a client sends
-            self.journal.record(
-                Entry(
-                    kind="event",
-                    connection=connection,
-                    extra={"event": "internal-error", "error": repr(exc)},
-                )
-            )
-        finally:
-            self._tasks.discard(task)
-            if not writer.transport.is_closing():
-                writer.close()
-
-    async def _dispatch(
-        self,
-        request: Request,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        connection: str,
-    ) -> bool:
+    async def _handle(self, request: Request, conn: Connection) -> bool:
         """Answer one request; False means close the connection afterwards."""
-        path, method = request.path, request.method
-        keep = request.keep_alive
-        if path == "/__journal" and method == "GET":
-            body = json.dumps(self.journal.to_json()).encode()
-            write_response(writer, 200, body, JSON_HEADERS, keep_alive=keep)
+        admin = admin_answer(request.method, request.target, self.journal)
+        if admin is not None:
+            keep = request.keep_alive
+            write_response(conn.writer, admin.status, admin.body, admin.headers, keep_alive=keep)
             return keep
-        if path == "/__reset" and method == "POST":
-            self.journal.clear()
-            write_response(writer, 204, keep_alive=keep)
-            return keep
-
         http_entry = self.journal.record(
             Entry(
                 kind="http",
-                http_method=method,
+                http_method=request.method,
                 path=request.target,
                 headers=dict(request.headers),
                 body_size=len(request.body),
-                connection=connection,
+                connection=conn.id,
             )
         )
-        if path != "/mcp":
-            write_response(writer, 404, b"not found", keep_alive=keep)
+        keep = request.keep_alive
+        if request.path != "/mcp":
+            write_response(conn.writer, 404, b"not found", keep_alive=keep)
             return keep
-        if method == "POST":
-            return await self._post(request, reader, writer, connection, http_entry)
-        if self._gate(request, writer):
+        if request.method == "POST":
+            return await self._post(request, conn, http_entry)
+        if self._gate(request, conn):
             return keep
-        if method == "GET":
-            return await self._get_stream(request, reader, writer)
-        if method == "DELETE":
-            return self._delete(request, writer)
-        write_response(writer, 405, b"", [("allow", "GET, POST, DELETE")], keep_alive=keep)
+        if request.method == "GET":
+            return await self._get(request, conn)
+        if request.method == "DELETE":
+            return self._delete(request, conn)
+        write_response(conn.writer, 405, b"", [("allow", "GET, POST, DELETE")], keep_alive=keep)
         return keep
 
-    def _gate(self, request: Request, writer: asyncio.StreamWriter) -> bool:
+    def _gate(self, request: Request, conn: Connection) -> bool:
         """Reject the request if the spec says so (after it was journalled); True if rejected."""
         mis = self.spec.misbehaviour
-        if mis.reject_status:
-            self._reject(writer, mis.reject_status, request.keep_alive)
-            return True
-        if mis.accept_header and request.headers.get(mis.accept_header.lower()) != mis.accept_value:
-            self._reject(writer, 401, request.keep_alive)
-            return True
-        return False
-
-    def _reject(self, writer: asyncio.StreamWriter, status: int, keep: bool) -> None:
+        status = mis.reject_status
+        if not status and mis.accept_header:
+            if request.headers.get(mis.accept_header.lower()) != mis.accept_value:
+                status = 401
+        if not status:
+            return False
         headers = [("www-authenticate", 'Bearer realm="mock"')] if status == 401 else []
         body = json.dumps({"error": "unauthorized" if status == 401 else "forbidden"}).encode()
-        write_response(writer, status, body, JSON_HEADERS + headers, keep_alive=keep)
+        write_response(
+            conn.writer, status, body, JSON_HEADERS + headers, keep_alive=request.keep_alive
+        )
+        return True
 
     def _session_problem(self, request: Request) -> tuple[int, str] | None:
         session_id = request.headers.get("mcp-session-id")
@@ -311,31 +208,31 @@ class HttpMock:
             return 404, "Session not found"
         return None
 
-    def _write_rpc_error(
-        self, writer: asyncio.StreamWriter, status: int, reply: dict[str, Any], keep: bool
-    ) -> None:
-        write_response(writer, status, _rpc.compact(reply).encode(), JSON_HEADERS, keep_alive=keep)
+    def _refuse(self, conn: Connection, status: int, message: str, keep: bool) -> None:
+        reply = _rpc.error(None, _rpc.INVALID_REQUEST, message)
+        write_response(
+            conn.writer, status, _rpc.compact(reply).encode(), JSON_HEADERS, keep_alive=keep
+        )
 
-    # ---- GET: the stream of server notifications ----------------------------------------------
+    def _event(self, conn: Connection, extra: dict[str, Any]) -> None:
+        self.journal.record(Entry(kind="event", connection=conn.id, extra=dict(extra)))
 
-    async def _get_stream(
-        self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
+    # ---- GET: server notifications, or a polled stream resumed ------------------------------
+
+    async def _get(self, request: Request, conn: Connection) -> bool:
         problem = self._session_problem(request)
         if problem:
-            self._write_rpc_error(
-                writer,
-                problem[0],
-                _rpc.error(None, _rpc.INVALID_REQUEST, problem[1]),
-                request.keep_alive,
-            )
+            self._refuse(conn, problem[0], problem[1], request.keep_alive)
             return request.keep_alive
         session = self._sessions[request.headers["mcp-session-id"]]
-        body = ChunkedBody(writer)
+        last_event_id = request.headers.get("last-event-id")
+        if last_event_id is not None:
+            return await self._resume(session, last_event_id, request, conn)
+        body = ChunkedBody(conn.writer)
         body.start(200, SSE_HEADERS)
-        await writer.drain()
-        eof = asyncio.ensure_future(reader.read(1))  # the client hanging up ends the stream
-        next_message: asyncio.Future | None = None
+        await conn.writer.drain()
+        eof = asyncio.ensure_future(conn.reader.read(1))  # the client hanging up ends it
+        next_message: asyncio.Future[dict[str, Any] | None] | None = None
         try:
             while True:
                 next_message = asyncio.ensure_future(session.outbox.get())
@@ -345,7 +242,7 @@ class HttpMock:
                 if next_message not in done:
                     return False
                 message = next_message.result()
-                if message is None:  # session deleted or mock closing
+                if message is None:  # session deleted
                     await body.end()
                     return False
                 await body.send(sse_event(_rpc.compact(message)))
@@ -356,41 +253,74 @@ class HttpMock:
             if next_message is not None:
                 next_message.cancel()
 
-    def _delete(self, request: Request, writer: asyncio.StreamWriter) -> bool:
+    async def _resume(
+        self, session: _Session, last_event_id: str, request: Request, conn: Connection
+    ) -> bool:
+        stream = session.polled.get(stream_key(last_event_id))
+        delivery = stream.resume(last_event_id) if stream is not None else None
+        if stream is None or delivery is None:
+            self._event(conn, {"event": "sse-resume-unknown", "last_event_id": last_event_id[:100]})
+            message = "Bad Request: no stream of this session sent that Last-Event-ID"
+            self._refuse(conn, 400, message, request.keep_alive)
+            return request.keep_alive
+        self._event(
+            conn,
+            {
+                "event": "sse-resumed",
+                "stream": stream.key,
+                "last_event_id": last_event_id,
+                "events": len(delivery.events),
+                "ending": delivery.ending,
+            },
+        )
+        body = ChunkedBody(conn.writer)
+        body.start(200, SSE_HEADERS, keep_alive=request.keep_alive)
+        for event in delivery.events:
+            await body.send(event)
+        await conn.writer.drain()
+        if delivery.ending == "stall":
+            await _until_client_leaves(conn.reader)
+            return False
+        await body.end()
+        if stream.finished:
+            session.polled.pop(stream.key, None)
+        return request.keep_alive
+
+    def _delete(self, request: Request, conn: Connection) -> bool:
         problem = self._session_problem(request)
         if problem:
-            self._write_rpc_error(
-                writer,
-                problem[0],
-                _rpc.error(None, _rpc.INVALID_REQUEST, problem[1]),
-                request.keep_alive,
-            )
+            self._refuse(conn, problem[0], problem[1], request.keep_alive)
             return request.keep_alive
         session = self._sessions.pop(request.headers["mcp-session-id"])
         session.outbox.put_nowait(None)
-        write_response(writer, 200, keep_alive=request.keep_alive)
+        write_response(conn.writer, 200, keep_alive=request.keep_alive)
         return request.keep_alive
 
-    # ---- POST: JSON-RPC messages ----------------------------------------------------------------
+    # ---- POST: JSON-RPC messages ------------------------------------------------------------
 
-    async def _post(
-        self,
-        request: Request,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        connection: str,
-        http_entry: Entry,
-    ) -> bool:
+    async def _post(self, request: Request, conn: Connection, http_entry: Entry) -> bool:
         keep = request.keep_alive
         mis = self.spec.misbehaviour
         try:
-            payload = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
+            payload = read_json(request.body, max_bytes=self.limits.max_body_bytes)
+        except JsonInputError as exc:
             http_entry.extra["raw"] = request.body[:200].decode("utf-8", "replace")
             http_entry.extra["error"] = "parse error"
-            if not self._gate(request, writer):
-                self._write_rpc_error(
-                    writer, 400, _rpc.error(None, _rpc.PARSE_ERROR, "Parse error"), keep
+            http_entry.extra["reason"] = str(exc)
+            self.journal.record(
+                rpc_entry(
+                    request.body,
+                    "unreadable",
+                    error=str(exc),
+                    body_size=len(request.body),
+                    headers=request.headers,
+                    connection=conn.id,
+                )
+            )
+            if not self._gate(request, conn):
+                reply = _rpc.error(None, _rpc.PARSE_ERROR, f"Parse error: {exc}")
+                write_response(
+                    conn.writer, 400, _rpc.compact(reply).encode(), JSON_HEADERS, keep_alive=keep
                 )
             return keep
         batch = isinstance(payload, list)
@@ -400,136 +330,182 @@ class HttpMock:
         methods: list[str] = []
         for message in messages:
             kind, problem = _rpc.classify(message)
-            fields = message if isinstance(message, dict) else {}
-            rpc_method = fields.get("method") if isinstance(fields.get("method"), str) else None
-            entry = Entry(
-                kind="rpc",
-                method=rpc_method,
-                id=fields.get("id"),
-                params=fields.get("params"),
-                headers=dict(request.headers),
-                connection=connection,
-                extra={"message_kind": kind},
+            self.journal.record(
+                rpc_entry(
+                    message,
+                    kind,
+                    body_size=len(request.body),
+                    headers=request.headers,
+                    connection=conn.id,
+                )
             )
-            if kind == "invalid":
-                entry.extra["raw"] = _rpc.compact(message)[:200]
-            self.journal.record(entry)
-            if rpc_method:
-                methods.append(rpc_method)
+            if isinstance(message, dict) and isinstance(message.get("method"), str):
+                methods.append(message["method"])
             if kind == "request":
                 requests.append(message)
             elif problem is not None:
                 invalid.append(problem)
 
-        if self._gate(request, writer):
+        if self._gate(request, conn):
             return keep
         if batch and not messages:
-            self._write_rpc_error(
-                writer,
-                400,
-                _rpc.error(None, _rpc.INVALID_REQUEST, "Invalid Request: empty batch"),
-                keep,
-            )
+            self._refuse(conn, 400, "Invalid Request: empty batch", keep)
             return keep
-
         if (
             mis.redirect_status
             and mis.redirect_to
             and (mis.redirect_at == "*" or mis.redirect_at in methods)
         ):
             write_response(
-                writer, mis.redirect_status, b"", [("location", mis.redirect_to)], keep_alive=keep
+                conn.writer,
+                mis.redirect_status,
+                b"",
+                [("location", mis.redirect_to)],
+                keep_alive=keep,
             )
             return keep
 
         headers: list[tuple[str, str]] = []
+        session: _Session | None = None
         if "initialize" in [r["method"] for r in requests]:
             session = _Session(uuid.uuid4().hex)
             self._sessions[session.id] = session
             headers.append(("mcp-session-id", session.id))
         else:
-            problem = self._session_problem(request)
-            if problem:
-                self._write_rpc_error(
-                    writer, problem[0], _rpc.error(None, _rpc.INVALID_REQUEST, problem[1]), keep
-                )
+            unknown = self._session_problem(request)
+            if unknown:
+                self._refuse(conn, unknown[0], unknown[1], keep)
                 return keep
+            session = self._sessions[request.headers["mcp-session-id"]]
 
         if not requests:
             if invalid:
-                body = invalid if batch else invalid[0]
-                write_response(
-                    writer, 400, _rpc.compact(body).encode(), JSON_HEADERS, keep_alive=keep
-                )
+                body = _rpc.compact(invalid if batch else invalid[0]).encode()
+                write_response(conn.writer, 400, body, JSON_HEADERS, keep_alive=keep)
             else:
-                write_response(writer, 202, keep_alive=keep)
+                write_response(conn.writer, 202, keep_alive=keep)
             return keep
+        return await self._answer(requests, invalid, batch, headers, session, request, conn)
 
-        if mis.drop_call and "tools/call" in [r["method"] for r in requests]:
-            return await self._drop(mis.drop_call, reader, writer, connection)
-
-        if self.spec.response_mode == "json":
+    async def _answer(
+        self,
+        requests: list[dict[str, Any]],
+        invalid: list[dict[str, Any]],
+        batch: bool,
+        headers: list[tuple[str, str]],
+        session: _Session,
+        request: Request,
+        conn: Connection,
+    ) -> bool:
+        """Decide each request's plan, then execute them together (one HTTP response)."""
+        keep = request.keep_alive
+        plans = [self.behaviour.plan(message) for message in requests]
+        for plan in plans:
+            for event in plan.events:
+                self._event(conn, event)
+            if plan.tools_after is not None:
+                self._notify_tools_changed(len(plan.tools_after))
+        dropped = next((p.drop for p in plans if p.drop), None)
+        if dropped:
+            return await self._drop(dropped, conn)
+        json_mode = self.spec.response_mode == "json"
+        if any(plan.garbage for plan in plans):
+            kind = JSON_HEADERS if json_mode else SSE_HEADERS
+            write_response(conn.writer, 200, GARBAGE, kind + headers, keep_alive=keep)
+            return keep
+        polled = [plan for plan in plans if plan.poll]
+        if polled:
+            return await self._answer_polled(plans, invalid, headers, session, request, conn)
+        if json_mode:
             replies = list(invalid)
-            for message in requests:
-                reply = await self._reply(message, reader)
-                if reply is None:
+            for plan in plans:
+                if not await self._wait(plan, conn):
                     return False
-                replies.append(reply)
+                assert plan.reply is not None
+                replies.append(plan.reply)
             body = _rpc.compact(replies if batch else replies[0]).encode()
-            write_response(writer, 200, body, JSON_HEADERS + headers, keep_alive=keep)
+            write_response(conn.writer, 200, body, JSON_HEADERS + headers, keep_alive=keep)
             return keep
-
-        stream = ChunkedBody(writer)
+        stream = ChunkedBody(conn.writer)
         stream.start(200, SSE_HEADERS + headers, keep_alive=keep)
-        await writer.drain()
+        await conn.writer.drain()
         for reply in invalid:
             await stream.send(sse_event(_rpc.compact(reply)))
-        for message in requests:
-            reply = await self._reply(message, reader)
-            if reply is None:
+        for plan in plans:
+            if not await self._wait(plan, conn):
                 return False
-            await stream.send(sse_event(_rpc.compact(reply)))
+            assert plan.reply is not None
+            await stream.send(sse_event(_rpc.compact(plan.reply)))
         await stream.end()
         return keep
 
-    async def _reply(
-        self, message: dict[str, Any], reader: asyncio.StreamReader
-    ) -> dict[str, Any] | None:
-        """The reply to one request after the spec's delays; None if it stalls (client gone)."""
-        mis = self.spec.misbehaviour
-        method = message["method"]
-        if method in mis.stall:
-            await _until_client_leaves(reader)
-            return None
-        delay = mis.delays.get(method)
-        if delay:
-            await asyncio.sleep(float(delay))
-        reply = _rpc.answer(self.spec, message)
-        if mis.oversize_at == method and "result" in reply:
-            reply["result"] = _rpc.padded(reply["result"], mis.oversize_bytes)
-        if method == "tools/call":
-            self._calls_answered += 1
-            if mis.change_tools_after_call and self._calls_answered == 1:
-                self._switch_tools(list(mis.changed_tools))
-        return reply
+    async def _wait(self, plan: Plan, conn: Connection) -> bool:
+        """Carry out a plan's delay or stall; False if it stalls (the client has gone)."""
+        if plan.stall:
+            await _until_client_leaves(conn.reader)
+            return False
+        if plan.delay:
+            await asyncio.sleep(plan.delay)
+        return True
 
-    async def _drop(
-        self, how: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: str
+    async def _answer_polled(
+        self,
+        plans: list[Plan],
+        invalid: list[dict[str, Any]],
+        headers: list[tuple[str, str]],
+        session: _Session,
+        request: Request,
+        conn: Connection,
     ) -> bool:
-        self.journal.record(
-            Entry(kind="event", connection=connection, extra={"event": f"call-dropped-{how}"})
+        """An SSE stream that primes, answers what is not polled, and closes early; the
+        polled replies wait for the client to resume it (see `polling`)."""
+        first: list[dict[str, Any]] = list(invalid)
+        final: list[dict[str, Any]] = []
+        variant = next(p.poll for p in plans if p.poll)
+        for plan in plans:
+            if not await self._wait(plan, conn):
+                return False
+            if plan.reply is not None:
+                (final if plan.poll else first).append(plan.reply)
+        assert variant is not None
+        stream = PolledStream(
+            key=f"s{next(self._streams)}",
+            retry_ms=self.spec.misbehaviour.poll_retry_ms,
+            plan=segments(variant, first, final),
         )
+        session.polled[stream.key] = stream
+        delivery = stream.open()
+        body = ChunkedBody(conn.writer)
+        body.start(200, SSE_HEADERS + headers, keep_alive=request.keep_alive)
+        for event in delivery.events:
+            await body.send(event)
+        await body.end()  # closed before the stream is complete: the client must poll
+        self._event(
+            conn,
+            {
+                "event": "sse-closed",
+                "stream": stream.key,
+                "last_event_id": delivery.last_event_id,
+                "variant": variant,
+            },
+        )
+        return request.keep_alive
+
+    async def _drop(self, how: str, conn: Connection) -> bool:
         if how == "reset":
-            sock = writer.get_extra_info("socket")
+            sock = conn.writer.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
+            conn.writer.transport.abort()
         elif how == "stall":
-            await _until_client_leaves(reader)
+            await _until_client_leaves(conn.reader)
         return False
 
 
 async def _until_client_leaves(reader: asyncio.StreamReader) -> None:
     """Hold the connection open, answering nothing, until the client closes it."""
-    while await reader.read(65536):
+    try:
+        while await reader.read(65536):
+            pass
+    except (ConnectionError, OSError):
         pass

@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,6 +65,47 @@ class Entry:
 
 
 Predicate = Callable[[Entry], bool]
+
+RAW_SHOWN = 200  # characters of an unreadable or invalid message kept in its entry
+
+
+def rpc_entry(
+    message: Any,
+    message_kind: str,
+    *,
+    error: str | None = None,
+    body_size: int = 0,
+    headers: dict[str, str] | None = None,
+    connection: str | None = None,
+) -> Entry:
+    """The one way a mock journals a JSON-RPC message it received, whatever the transport.
+
+    `message_kind` is "request", "notification", "response" or "invalid" (see
+    `_rpc.classify`) for a decoded message, or "unreadable" when the bytes were not JSON a
+    mock takes (then `message` is those bytes and `error` says why). An invalid or
+    unreadable message keeps its first characters in `extra["raw"]`.
+    """
+    extra: dict[str, Any] = {"message_kind": message_kind}
+    fields: dict[str, Any] = {}
+    if message_kind == "unreadable":
+        raw = message if isinstance(message, bytes) else str(message).encode()
+        extra["raw"] = raw[:RAW_SHOWN].decode("utf-8", "replace")
+        extra["error"] = error or "unreadable"
+    else:
+        fields = message if isinstance(message, dict) else {}
+        if message_kind == "invalid":
+            extra["raw"] = json.dumps(message, separators=(",", ":"))[:RAW_SHOWN]
+    method = fields.get("method")
+    return Entry(
+        kind="rpc",
+        method=method if isinstance(method, str) else None,
+        id=fields.get("id"),
+        params=fields.get("params"),
+        headers=dict(headers or {}),
+        body_size=body_size,
+        connection=connection,
+        extra=extra,
+    )
 
 
 def _matches(entry: Entry, kind: str | None, method: str | None, where: Predicate | None) -> bool:
@@ -154,7 +195,7 @@ class Journal:
     def __len__(self) -> int:
         return len(self._snapshot())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self._snapshot())
 
 

@@ -370,7 +370,7 @@ def _entries() -> list[CatalogEntry]:
         for at, label in (("initialize", "init"), ("tools/call", "call")):
             name = f"redirect-{status}-{label}"
 
-            def build(name: str = name, status: int = status, at: str = at) -> ServerSpec:
+            def redirecting(name: str = name, status: int = status, at: str = at) -> ServerSpec:
                 return _misbehaving(name, f"redirects {at}", redirect_status=status, redirect_at=at)
 
             out.append(
@@ -378,7 +378,7 @@ def _entries() -> list[CatalogEntry]:
                     name,
                     f"answers {at} with {status} to another mock (its own journal)",
                     "http",
-                    build,
+                    redirecting,
                     redirect_target=True,
                 )
             )
@@ -386,7 +386,7 @@ def _entries() -> list[CatalogEntry]:
         for at, label in (("tools/list", "list"), ("tools/call", "call")):
             name = f"oversize-{label}-{mode}"
 
-            def build(name: str = name, mode: str = mode, at: str = at) -> ServerSpec:
+            def oversized(name: str = name, mode: str = mode, at: str = at) -> ServerSpec:
                 return _misbehaving(name, f"oversized {at}", mode, oversize_at=at)
 
             out.append(
@@ -394,7 +394,7 @@ def _entries() -> list[CatalogEntry]:
                     name,
                     f"answers {at} with one message over 1 MiB ({mode.upper()})",
                     "http",
-                    build,
+                    oversized,
                 )
             )
     for how, what in (
@@ -403,11 +403,25 @@ def _entries() -> list[CatalogEntry]:
         ("stall", "never answers"),
     ):
 
-        def build(how: str = how) -> ServerSpec:
+        def flaky(how: str = how) -> ServerSpec:
             return _misbehaving(f"flaky-{how}", f"drops calls ({how})", drop_call=how)
 
         out.append(
-            CatalogEntry(f"flaky-{how}", f"reads a tools/call whole, then {what}", "http", build)
+            CatalogEntry(f"flaky-{how}", f"reads a tools/call whole, then {what}", "http", flaky)
+        )
+    for variant, what in (
+        ("deliver", "delivers the result on the GET that resumes with Last-Event-ID"),
+        ("stall", "never delivers: the resuming GET is held open, empty"),
+        ("error", "delivers a JSON-RPC error on the resuming GET"),
+        ("close-again", "closes the resumed stream once more; delivers on the GET after"),
+    ):
+        name = "sse-poll" if variant == "deliver" else f"sse-poll-{variant}"
+
+        def polling(name: str = name, variant: str = variant) -> ServerSpec:
+            return _misbehaving(name, f"SSE polling ({variant})", poll_call=variant)
+
+        out.append(
+            CatalogEntry(name, f"primes and closes each tools/call stream; {what}", "http", polling)
         )
     out += [
         CatalogEntry(

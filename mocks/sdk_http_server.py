@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import threading
 from typing import Any
 
 from mcp_host_conformance.mocks import _rpc
-from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.admin import AdminAnswer, admin_answer
+from mcp_host_conformance.mocks.journal import Entry, Journal, rpc_entry
+from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.spec import ServerSpec, new_marker_token, with_markers
 
 START_TIMEOUT = 10.0
@@ -34,8 +35,9 @@ class _JournalMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"] in ("/__journal", "/__reset"):
-            await self._admin(scope, send)
+        admin = admin_answer(scope["method"], scope["path"], self.journal)
+        if admin is not None:
+            await self._admin(admin, send)
             return
         received = []
         body = b""
@@ -69,40 +71,36 @@ class _JournalMiddleware:
 
         await self.app(scope, replayed, send)
 
-    async def _admin(self, scope: dict[str, Any], send: Any) -> None:
-        if scope["path"] == "/__reset" and scope["method"] == "POST":
-            self.journal.clear()
-            status, body = 204, b""
-        elif scope["path"] == "/__journal" and scope["method"] == "GET":
-            status, body = 200, json.dumps(self.journal.to_json()).encode()
-        else:
-            status, body = 405, b""
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    async def _admin(self, admin: AdminAnswer, send: Any) -> None:
+        headers = [(k.encode(), v.encode()) for k, v in admin.headers]
+        headers.append((b"content-length", str(len(admin.body)).encode()))
+        await send({"type": "http.response.start", "status": admin.status, "headers": headers})
+        await send({"type": "http.response.body", "body": admin.body})
 
     def _journal_rpc(self, body: bytes, headers: dict[str, str], connection: str) -> None:
         try:
-            payload = json.loads(body) if body else None
-        except ValueError:
+            payload = read_json(body) if body else None
+        except JsonInputError as exc:
+            self.journal.record(
+                rpc_entry(
+                    body,
+                    "unreadable",
+                    error=str(exc),
+                    body_size=len(body),
+                    headers=headers,
+                    connection=connection,
+                )
+            )
+            return
+        if payload is None:
             return
         for message in payload if isinstance(payload, list) else [payload]:
-            if isinstance(message, dict):
-                self.journal.record(
-                    Entry(
-                        kind="rpc",
-                        method=message.get("method")
-                        if isinstance(message.get("method"), str)
-                        else None,
-                        id=message.get("id"),
-                        params=message.get("params"),
-                        headers=dict(headers),
-                        connection=connection,
-                    )
+            kind, _ = _rpc.classify(message)
+            self.journal.record(
+                rpc_entry(
+                    message, kind, body_size=len(body), headers=headers, connection=connection
                 )
+            )
 
 
 def build_server(spec: ServerSpec) -> Any:

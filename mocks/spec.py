@@ -11,10 +11,15 @@ This module must stay light (no SDK import): the stdio mock reads specs at start
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from mcp_host_conformance.mocks.json_input import JsonInputError, check_value, read_json
 
 
 class SpecError(ValueError):
@@ -165,6 +170,16 @@ def new_marker_token() -> str:
     return secrets.token_hex(8)
 
 
+def marked_tools(tools: list[Tool], token: str) -> list[Tool]:
+    """Copies of `tools` carrying their markers (for tools a running mock switches to)."""
+    import copy
+
+    marked = copy.deepcopy(list(tools))
+    for tool in marked:
+        tool.marker = tool_marker(token, tool.name)
+    return marked
+
+
 def with_markers(spec: ServerSpec, token: str) -> ServerSpec:
     """A copy of `spec` whose tools (and the tools it changes to) carry their markers."""
     import copy
@@ -199,6 +214,21 @@ class Misbehaviour:
     - spawn_child: stdio only, at start spawn a child process that stays in the server's
       process group and sleeps until killed (STDIO-5: a client that signals only the
       server's pid leaves it running); its pid is journalled as event "child-spawned".
+    - poll_call: HTTP only, SSE polling (resumability, MCP 2025-11-25) for `tools/call`:
+      the call's POST is answered with an SSE stream holding only a priming event (an
+      event id, `retry: poll_retry_ms`, empty data), which the mock then closes; the
+      client must resume with a GET carrying `Last-Event-ID`. What that GET gets:
+      "deliver" (the result), "stall" (nothing, the stream held open), "error" (a
+      JSON-RPC error for the call), or "close-again" (another priming event and another
+      close; the result comes on the GET after that). Event ids are `<stream>-<n>` and
+      resuming from any of them replays what followed it. A polled call is answered by
+      SSE even when `response_mode` is "json".
+    - poll_tools: the tools whose calls poll (empty: every tool).
+    - poll_retry_ms: the `retry` field of the priming events, in milliseconds.
+
+    Transports: `drop_call` on stdio: "stall" never answers, "close" and "reset" end the
+    process (its stdout closes) after reading the call. `garbage` on HTTP answers with a
+    body that is not JSON-RPC. Redirects, rejections and header checks are HTTP only.
     """
 
     stall: list[str] = field(default_factory=list)
@@ -218,6 +248,9 @@ class Misbehaviour:
     exit_at_once: int | None = None
     garbage: bool = False
     spawn_child: bool = False
+    poll_call: str | None = None
+    poll_tools: list[str] = field(default_factory=list)
+    poll_retry_ms: int = 100
 
 
 @dataclass
@@ -238,78 +271,242 @@ class ServerSpec:
 
 
 # ---- reading specs from dicts and files -------------------------------------------------
+#
+# A spec file is hostile input like any other (a person's typo, or a file made to break
+# the mock): every field is checked for its type and range here, so a mock never meets a
+# value it cannot serve, and every problem is one SpecError naming the field.
+
+MAX_SPEC_BYTES = 16 * 1024 * 1024
+MAX_TOML_KEY_PARTS = 256  # dotted keys and brackets on one line (tomllib is quadratic in them)
+MAX_BYTES_FIELD = 64 * 1024 * 1024  # oversize_bytes, pad_to: a mock builds these in memory
+MAX_FLOOD = 1024 * 1024 * 1024  # stderr_flood is written in chunks, never held whole
+MAX_DELAY = 24 * 3600.0
+DROP_MODES = ("reset", "close", "stall")
+POLL_MODES = ("deliver", "stall", "error", "close-again")
+RESPONSE_MODES = ("sse", "json")
+
+Check = Callable[[Any, str], Any]
 
 
-def _build(cls: type, data: Any, where: str) -> Any:
-    if isinstance(data, cls):
-        return data
-    if not isinstance(data, dict):
-        raise SpecError(f"{where}: expected a table/object, got {type(data).__name__}")
-    names = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        if cls is ServerSpec and key == "tools":
-            value = _tools(value, f"{where}.tools")
-        elif cls is ServerSpec and key == "misbehaviour":
-            value = _build(Misbehaviour, value, f"{where}.misbehaviour")
-        elif cls is Misbehaviour and key == "changed_tools":
-            value = _tools(value, f"{where}.changed_tools")
-        elif cls is Tool and key == "reply":
-            value = _build(Reply, value, f"{where}.reply")
-        kwargs[key] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:  # pragma: no cover - keys are checked above
-        raise SpecError(f"{where}: {exc}") from None
+def _fail(where: str, wanted: str, value: Any) -> SpecError:
+    shown = type(value).__name__ if isinstance(value, dict | list) else ascii(value)[:40]
+    return SpecError(f"{where}: must be {wanted}, not {shown}")
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(where, "a string", value)
+    return value
+
+
+def _optional(check: Check) -> Check:
+    def run(value: Any, where: str) -> Any:
+        return None if value is None else check(value, where)
+
+    return run
+
+
+def _boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, "true or false", value)
+    return value
+
+
+def _integer(low: int, high: int) -> Check:
+    def run(value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise _fail(where, f"an integer from {low} to {high}", value)
+        return value
+
+    return run
+
+
+def _one_of(*allowed: str) -> Check:
+    def run(value: Any, where: str) -> str:
+        if value not in allowed:
+            raise _fail(where, " or ".join(repr(a) for a in allowed), value)
+        return str(value)
+
+    return run
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list):
+        raise _fail(where, "a list of strings", value)
+    return [_string(item, f"{where}[{i}]") for i, item in enumerate(value)]
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, "a table/object", value)
+    return value
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise _fail(where, "a list of tables/objects", value)
+    return [_object(item, f"{where}[{i}]") for i, item in enumerate(value)]
+
+
+def _anything(value: Any, where: str) -> Any:
+    return value
+
+
+def _delays(value: Any, where: str) -> dict[str, float]:
+    out = {}
+    for method, seconds in _object(value, where).items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise _fail(f"{where}.{method}", "a number of seconds", seconds)
+        if not 0 <= seconds <= MAX_DELAY:  # also refuses NaN
+            raise _fail(f"{where}.{method}", f"from 0 to {MAX_DELAY:g} seconds", seconds)
+        out[method] = float(seconds)
+    return out
+
+
+def _rpc_error(value: Any, where: str) -> dict[str, Any]:
+    error = _object(value, where)
+    code = error.get("code", -32603)
+    if isinstance(code, bool) or not isinstance(code, int) or abs(code) > 2**31:
+        raise _fail(f"{where}.code", "a 32-bit integer", code)
+    _string(error.get("message", ""), f"{where}.message")
+    return error
+
+
+def _tool_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{where}: a tool needs a non-empty string name")
+    return value
 
 
 def _tools(value: Any, where: str) -> list[Tool]:
     if not isinstance(value, list):
         raise SpecError(f"{where}: expected a list of tools")
-    tools = [_build(Tool, t, f"{where}[{i}]") for i, t in enumerate(value)]
-    for i, t in enumerate(tools):
-        if not isinstance(t.name, str) or not t.name:
-            raise SpecError(f"{where}[{i}].name: a tool needs a non-empty string name")
-    return tools
+    return [_build(Tool, t, f"{where}[{i}]") for i, t in enumerate(value)]
+
+
+def _nested(cls: type) -> Check:
+    return lambda value, where: _build(cls, value, where)
+
+
+CHECKS: dict[type, dict[str, Check]] = {
+    Reply: {
+        "content": _objects,
+        "structured": _optional(_object),
+        "is_error": _boolean,
+        "jsonrpc_error": _optional(_rpc_error),
+        "echo": _boolean,
+        "pad_to": _optional(_integer(0, MAX_BYTES_FIELD)),
+    },
+    Tool: {
+        "name": _tool_name,
+        "description": _string,
+        "input_schema": _anything,  # raw on purpose: mocks send malformed schemas
+        "annotations": _optional(_object),
+        "reply": _nested(Reply),
+        "marker": _optional(_string),
+    },
+    Misbehaviour: {
+        "stall": _strings,
+        "delays": _delays,
+        "redirect_status": _optional(_integer(300, 399)),
+        "redirect_to": _optional(_string),
+        "redirect_at": _string,
+        "oversize_at": _optional(_string),
+        "oversize_bytes": _integer(0, MAX_BYTES_FIELD),
+        "drop_call": _optional(_one_of(*DROP_MODES)),
+        "reject_status": _optional(_integer(400, 599)),
+        "accept_header": _optional(_string),
+        "accept_value": _optional(_string),
+        "change_tools_after_call": _boolean,
+        "changed_tools": _tools,
+        "stderr_flood": _integer(0, MAX_FLOOD),
+        "exit_at_once": _optional(_integer(0, 255)),
+        "garbage": _boolean,
+        "spawn_child": _boolean,
+        "poll_call": _optional(_one_of(*POLL_MODES)),
+        "poll_tools": _strings,
+        "poll_retry_ms": _integer(0, 3_600_000),
+    },
+    ServerSpec: {
+        "name": _string,
+        "description": _string,
+        "tools": _tools,
+        "page_size": _optional(_integer(1, 1_000_000)),
+        "response_mode": _one_of(*RESPONSE_MODES),
+        "instructions": _optional(_string),
+        "misbehaviour": _nested(Misbehaviour),
+    },
+}
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if isinstance(data, cls) and dataclasses.is_dataclass(data) and not isinstance(data, type):
+        data = asdict(data)  # checked like a dict: a Python-built spec can be wrong too
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a table/object, got {type(data).__name__}")
+    checks = CHECKS[cls]
+    unknown = sorted(str(k) for k in set(data) - set(checks))
+    if unknown:
+        known = ", ".join(f.name for f in fields(cls))
+        raise SpecError(f"{where}: unknown key(s) {', '.join(map(ascii, unknown))}; known: {known}")
+    checked = {key: checks[key](value, f"{where}.{key}") for key, value in data.items()}
+    try:
+        return cls(**checked)
+    except TypeError:  # a required key is missing (a tool's name)
+        missing = [f.name for f in fields(cls) if f.name not in checked and _required(f)]
+        raise SpecError(f"{where}: missing key(s) {', '.join(missing)}") from None
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def spec_from_dict(data: Any, where: str = "spec") -> ServerSpec:
-    spec = _build(ServerSpec, data, where)
-    if spec.response_mode not in ("sse", "json"):
-        raise SpecError(
-            f"{where}.response_mode: must be 'sse' or 'json', not {spec.response_mode!r}"
-        )
-    if spec.page_size is not None and (not isinstance(spec.page_size, int) or spec.page_size < 1):
-        raise SpecError(f"{where}.page_size: must be a positive integer")
-    drop = spec.misbehaviour.drop_call
-    if drop not in (None, "reset", "close", "stall"):
-        raise SpecError(
-            f"{where}.misbehaviour.drop_call: must be reset, close or stall, not {drop!r}"
-        )
+    """A checked ServerSpec from its dict form (or a ServerSpec, checked). Raises SpecError."""
+    spec: ServerSpec = _build(ServerSpec, data, where)
     return spec
 
 
 def load_spec(path: str | os.PathLike[str]) -> ServerSpec:
     """Read a spec from a .json or .toml file. Raises SpecError naming the problem."""
     path = os.fspath(path)
+    name = os.path.basename(path)
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec file: {exc.strerror}") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: a spec file over {MAX_SPEC_BYTES} bytes")
     try:
-        if path.endswith(".toml"):
-            import tomllib
-
-            data = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = _read_toml(raw) if path.endswith(".toml") else read_json(raw)
+    except JsonInputError as exc:
         raise SpecError(f"{path}: malformed spec file: {exc}") from None
-    return spec_from_dict(data, where=os.path.basename(path))
+    return spec_from_dict(data, where=name)
+
+
+def _read_toml(raw: bytes) -> Any:
+    import tomllib
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonInputError(f"not UTF-8 (byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        bare = _TOML_STRINGS.sub("", line)
+        if sum(bare.count(c) for c in ".[{") > MAX_TOML_KEY_PARTS:
+            raise JsonInputError(f"line {number} nests or dots keys too deeply")
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise JsonInputError("nested too deeply") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise JsonInputError(str(exc)) from None
+    check_value(data)
+    return data
+
+
+_TOML_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
 
 
 def dump_spec(spec: ServerSpec, path: str | os.PathLike[str]) -> None:

@@ -1,14 +1,16 @@
 """The stdio mock MCP server: a process speaking newline-delimited JSON-RPC on stdin/stdout.
 
 Strategy: it must answer `initialize` within 150 ms of spawn, so its start path imports
-only the standard library, `mcp_host_conformance.mocks.spec`,
-`mcp_host_conformance.mocks.journal` and the pure protocol functions of
-`mcp_host_conformance.mocks._rpc` (never the `mcp` SDK, pydantic or a web stack). It
-serves a `ServerSpec` exactly as the HTTP mock does (same `_rpc` answers), and journals
-to a JSON-lines file (`FileJournal`) because the reader lives in another process: one
+only the standard library and the mocks' light modules (`spec`, `journal`, `json_input`,
+the pure protocol functions of `_rpc` and the plans of `behaviour`), never the `mcp` SDK,
+pydantic or a web stack. What to do with each request is decided by `behaviour.decide`,
+exactly as for the HTTP mock; this module executes the plans on its pipes. It journals to
+a JSON-lines file (`FileJournal`) because the reader lives in another process: one
 kind="process" entry at start (argv verbatim, the whole environment, pid, pgid, cwd),
-one kind="rpc" entry per line received, kind="event" entries for what it did (flood,
-exit, signal).
+one kind="rpc" entry per line received (`journal.rpc_entry`, as over HTTP), kind="event"
+entries for what it did (flood, exit, signal). A line is read with a bound
+(`MAX_LINE_BYTES`); a longer one is skipped unread and answered with a parse error, as is
+a line that is not JSON the mocks take (`json_input`: depth, encoding, size).
 
 Misbehaviours: `stderr_flood` is written synchronously on the main thread, at start and
 before each `tools/call` answer. That is deliberate (STDIO-4): a client that neither
@@ -16,7 +18,8 @@ drains nor discards stderr fills the pipe and the mock blocks, so its calls stop
 and the case sees it; a client that discards stderr never notices. `exit_at_once` exits
 before reading anything, `garbage` answers every line with non-JSON text, `oversize_at`
 answers that method with one line over the size in the spec (default 1 MiB + 64 KiB),
-`spawn_child` leaves a sleeping child in the server's process group (STDIO-5).
+`spawn_child` leaves a sleeping child in the server's process group (STDIO-5),
+`drop_call` "close"/"reset" end the process after reading a call ("stall": no answer).
 
 Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which writes the
 spec file and names the journal and the command line, and `pid_alive` / `process_state`
@@ -35,7 +38,7 @@ import re
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, BinaryIO
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_HERE)
@@ -55,18 +58,25 @@ def _make_mocks_importable() -> None:
 _make_mocks_importable()
 
 from mcp_host_conformance.mocks import _rpc  # noqa: E402
-from mcp_host_conformance.mocks.journal import Entry, FileJournal  # noqa: E402
+from mcp_host_conformance.mocks.behaviour import GARBAGE, Behaviour, Plan  # noqa: E402
+from mcp_host_conformance.mocks.journal import Entry, FileJournal, rpc_entry  # noqa: E402
+from mcp_host_conformance.mocks.json_input import (  # noqa: E402
+    MAX_JSON_BYTES,
+    JsonInputError,
+    read_json,
+)
 from mcp_host_conformance.mocks.spec import (  # noqa: E402
     ServerSpec,
     SpecError,
     dump_spec,
     load_spec,
     new_marker_token,
+    spec_from_dict,
     with_markers,
 )
 
 SCRIPT = os.path.abspath(__file__)
-GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{\n"
+MAX_LINE_BYTES = MAX_JSON_BYTES  # a longer line is refused (and skipped) unread
 _FLOOD_CHUNK = b"E" * 65535 + b"\n"
 
 
@@ -98,12 +108,16 @@ def parse_args(args: list[str]) -> tuple[str | None, str | None, list[str]]:
 
 
 class StdioServer:
-    def __init__(self, spec: ServerSpec, journal_path: str | None) -> None:
+    """Serves one spec on a byte stream (stdout unless `out` is given, as in tests)."""
+
+    def __init__(
+        self, spec: ServerSpec, journal_path: str | None, out: BinaryIO | None = None
+    ) -> None:
         self.spec = spec
-        self.tools = list(spec.tools)
+        self.behaviour = Behaviour(spec)
         self.journal_path = journal_path
+        self.out = out
         self.out_lock = threading.Lock()
-        self.calls_answered = 0
 
     # journal ---------------------------------------------------------------------------
     def record(self, entry: Entry) -> None:
@@ -119,9 +133,10 @@ class StdioServer:
     # output ----------------------------------------------------------------------------
     def send_raw(self, data: bytes) -> None:
         with self.out_lock:
+            out = self.out or sys.stdout.buffer
             try:
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
+                out.write(data)
+                out.flush()
             except (BrokenPipeError, ValueError, OSError):
                 self.event("exit", reason="stdout-closed")
                 os._exit(0)
@@ -129,9 +144,8 @@ class StdioServer:
     def send(self, message: dict[str, Any]) -> None:
         self.send_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
-    def flood(self, when: str) -> None:
-        left = self.spec.misbehaviour.stderr_flood
-        total = left
+    def flood(self, when: str, total: int) -> None:
+        left = total
         try:
             while left > 0:
                 chunk = _FLOOD_CHUNK[:left]
@@ -148,92 +162,78 @@ class StdioServer:
         if not text:
             return
         try:
-            message = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
-            self.record(
-                Entry(
-                    kind="rpc",
-                    body_size=len(line),
-                    extra={"raw": text[:200].decode("utf-8", "replace"), "error": "parse"},
-                )
-            )
-            self.reply_or_garbage(_rpc.error(None, _rpc.PARSE_ERROR, "Parse error"))
+            message = read_json(text)
+        except JsonInputError as exc:
+            self.refuse(text, str(exc), len(line))
             return
-        if isinstance(message, dict):
-            self.record(
-                Entry(
-                    kind="rpc",
-                    method=message.get("method")
-                    if isinstance(message.get("method"), str)
-                    else None,
-                    id=message.get("id"),
-                    params=message.get("params"),
-                    body_size=len(line),
-                )
-            )
-        else:
-            self.record(Entry(kind="rpc", body_size=len(line), extra={"message": message}))
         kind, problem = _rpc.classify(message)
+        self.record(rpc_entry(message, kind, body_size=len(line)))
         if kind == "invalid" and problem is not None:
             self.reply_or_garbage(problem)
         elif kind == "request":
-            self.handle_request(message)
+            self.execute(self.behaviour.plan(message))
         # notifications and responses from the client need no answer
+
+    def refuse(self, text: bytes, reason: str, size: int) -> None:
+        """Journal an unreadable line and answer a JSON-RPC parse error."""
+        self.record(rpc_entry(text, "unreadable", error=reason, body_size=size))
+        self.reply_or_garbage(_rpc.error(None, _rpc.PARSE_ERROR, f"Parse error: {reason}"))
 
     def reply_or_garbage(self, message: dict[str, Any]) -> None:
         if self.spec.misbehaviour.garbage:
-            self.send_raw(GARBAGE)
+            self.send_raw(GARBAGE + b"\n")
         else:
             self.send(message)
 
-    def handle_request(self, message: dict[str, Any]) -> None:
-        method = message["method"]
-        bad = self.spec.misbehaviour
-        if bad.garbage:
-            self.send_raw(GARBAGE)
+    def execute(self, plan: Plan) -> None:
+        """Carry out what `behaviour.decide` planned for one request."""
+        for event in plan.events:
+            self.record(Entry(kind="event", extra=dict(event)))
+        if plan.garbage:
+            self.send_raw(GARBAGE + b"\n")
             return
-        if method in bad.stall:
-            self.event("stalled", method=method, id=message.get("id"))
+        if plan.stall or plan.drop == "stall":
             return
-        delay = bad.delays.get(method)
-        if delay:
-            timer = threading.Timer(float(delay), self.answer, args=(message,))
+        if plan.drop:  # "close" or "reset": a stdio server's connection is its process
+            self.event("exit", reason=f"call-dropped-{plan.drop}")
+            os._exit(0)
+        if plan.delay:
+            timer = threading.Timer(plan.delay, self.deliver, args=(plan,))
             timer.daemon = True
             timer.start()
         else:
-            self.answer(message)
+            self.deliver(plan)
 
-    def answer(self, message: dict[str, Any]) -> None:
-        method = message["method"]
-        bad = self.spec.misbehaviour
-        serving = ServerSpec(
-            name=self.spec.name,
-            tools=self.tools,
-            page_size=self.spec.page_size,
-            instructions=self.spec.instructions,
-        )
-        reply = _rpc.answer(serving, message)
-        if method == bad.oversize_at and "result" in reply:
-            reply = {**reply, "result": _rpc.padded(reply["result"], bad.oversize_bytes)}
-            self.event("oversized", method=method, bytes=bad.oversize_bytes)
-        if method == "tools/call" and bad.stderr_flood:
-            self.flood("tools/call")
-        self.send(reply)
-        if method == "tools/call":
-            self.calls_answered += 1
-            if bad.change_tools_after_call and self.calls_answered == 1:
-                self.tools = list(bad.changed_tools)
-                self.send(_rpc.notification("notifications/tools/list_changed"))
-                self.event("tools-changed", count=len(self.tools))
+    def deliver(self, plan: Plan) -> None:
+        if plan.flood_stderr:
+            self.flood("tools/call", plan.flood_stderr)
+        if plan.reply is not None:
+            self.send(plan.reply)
+        if plan.tools_after is not None:
+            self.send(_rpc.notification("notifications/tools/list_changed"))
 
     def serve(self) -> int:
         stdin = sys.stdin.buffer
         while True:
-            line = stdin.readline()
+            line = stdin.readline(MAX_LINE_BYTES + 1)
             if not line:
                 self.event("exit", reason="stdin-closed")
                 return 0
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                size = len(line) + skip_line(stdin)
+                self.refuse(line[:200], f"a line over {MAX_LINE_BYTES} bytes", size)
+                continue
             self.handle_line(line)
+
+
+def skip_line(stream: Any) -> int:
+    """Read and drop the rest of an overlong line (bounded memory); the bytes dropped."""
+    dropped = 0
+    while True:
+        piece = stream.readline(65536)
+        dropped += len(piece)
+        if not piece or piece.endswith(b"\n"):
+            return dropped
 
 
 def spawn_child(server: StdioServer) -> None:
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         server.event("exit", reason="exit_at_once", code=bad.exit_at_once)
         return int(bad.exit_at_once)
     if bad.stderr_flood:
-        server.flood("start")
+        server.flood("start", bad.stderr_flood)
     try:
         return server.serve()
     except KeyboardInterrupt:
@@ -314,9 +314,10 @@ class StdioMock:
     """A stdio mock ready to be spawned by a client: spec file, journal file, command."""
 
     def __init__(self, spec: ServerSpec, workdir: str | os.PathLike[str]) -> None:
-        # marked, so the mock model finds this mock's tools (mocks.spec.with_markers)
+        # checked (a wrong spec fails here, not in the child) and marked, so the mock model
+        # finds this mock's tools (mocks.spec.with_markers)
         self.marker_token = new_marker_token()
-        self.spec = spec = with_markers(spec, self.marker_token)
+        self.spec = spec = with_markers(spec_from_dict(spec), self.marker_token)
         workdir = os.path.abspath(os.fspath(workdir))
         os.makedirs(workdir, exist_ok=True)
         stem = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)}-{os.getpid()}-{next(_counter)}"

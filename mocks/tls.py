@@ -29,7 +29,7 @@ def _dir() -> str:
         path = tempfile.mkdtemp(prefix="mock-tls-")
         _state["dir"] = path
         atexit.register(shutil.rmtree, path, True)
-    return _state["dir"]
+    return str(_state["dir"])
 
 
 def _authority(which: str) -> tuple[Any, Any]:
@@ -45,13 +45,14 @@ def _authority(which: str) -> tuple[Any, Any]:
                 path = os.path.join(_dir(), "trusted-ca.pem")
                 ca.cert_pem.write_to_path(path)
                 _state["trusted_file"] = path
-        return _state[which]
+        ca_and_leaf: tuple[Any, Any] = _state[which]
+        return ca_and_leaf
 
 
 def trusted_ca_file() -> str:
     """Path of the PEM file of the CA that clients may be told to trust."""
     _authority("trusted")
-    return _state["trusted_file"]
+    return str(_state["trusted_file"])
 
 
 def server_context(which: str) -> ssl.SSLContext:

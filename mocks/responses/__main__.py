@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 
+from mcp_host_conformance.mocks.json_input import MAX_JSON_BYTES, read_json
 from mcp_host_conformance.mocks.responses.mock import MockResponses
 from mcp_host_conformance.mocks.responses.script import script_from_json
 
@@ -27,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     steps = None
     if args.script:
         try:
-            with open(args.script, encoding="utf-8") as f:
-                steps = script_from_json(json.load(f))
-        except (OSError, ValueError) as exc:
+            with open(args.script, "rb") as f:
+                steps = script_from_json(read_json(f.read(MAX_JSON_BYTES + 1)))
+        except (OSError, ValueError) as exc:  # JsonInputError is a ValueError
             print(
                 f"mcp_host_conformance.mocks.responses: bad --script {args.script}: {exc}",
                 file=sys.stderr,
@@ -45,11 +47,15 @@ def main(argv: list[str] | None = None) -> int:
             "api_key": model.api_key,
             "journal": model.journal_url,
         }
-        print(json.dumps(line), flush=True)
         try:
+            print(json.dumps(line), flush=True)
             stop.wait()
         except KeyboardInterrupt:
             pass
+        except BrokenPipeError:  # nobody reads where the service is: stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
     return 0
 
 

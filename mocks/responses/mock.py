@@ -2,18 +2,26 @@
 as a respx router for in-process httpx clients).
 
 Strategy: both front the one `ResponsesService`, so an in-process client and an
-out-of-process one meet the same model, script and journal.
+out-of-process one meet the same model, script and journal. The port is served by the
+mocks' one HTTP server (`LoopServer`, shared with the MCP mock): the same strict request
+parser and bounds (`HttpLimits`), a thousand connections without a thread each, and a
+`close()` that returns whoever is still connected. An SSE answer goes out as chunked
+transfer encoding, one chunk per event.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mcp_host_conformance.mocks._http import ChunkedBody, HttpLimits, Request, write_response
 from mcp_host_conformance.mocks.journal import Journal
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
 from mcp_host_conformance.mocks.responses.script import Step
 from mcp_host_conformance.mocks.responses.service import Answer, ResponsesService
-from mcp_host_conformance.mocks.responses.threaded_http import ThreadedHTTP
+
+if TYPE_CHECKING:  # respx and httpx load only when a router is made
+    import respx
 
 DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 
@@ -21,20 +29,41 @@ DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 class MockResponses:
     """The service on a real port. `url`/`api_key`/`journal`/`script()`/`requests()`."""
 
-    def __init__(self, api_key: str | None = None) -> None:
+    def __init__(self, api_key: str | None = None, limits: HttpLimits | None = None) -> None:
         self.service = ResponsesService(api_key=api_key)
-        self._http: ThreadedHTTP | None = None
+        self.limits = limits or HttpLimits()
+        self._http: LoopServer | None = None
 
     # lifecycle -----------------------------------------------------------------------
     def start(self) -> MockResponses:
         if self._http is None:
-            self._http = ThreadedHTTP(self.service.handle)
+            server = LoopServer(
+                self._serve, self.service.journal, name="responses", limits=self.limits
+            )
+            server.start()
+            self._http = server
         return self
 
     def close(self) -> None:
         if self._http is not None:
             self._http.close()
             self._http = None
+
+    async def _serve(self, request: Request, conn: Connection) -> bool:
+        answer: Answer = self.service.handle(
+            request.method, request.target, request.headers, request.body, conn.id
+        )
+        keep = request.keep_alive
+        headers = list(answer.headers.items())
+        if answer.events is None:
+            write_response(conn.writer, answer.status, answer.body, headers, keep_alive=keep)
+            return keep
+        body = ChunkedBody(conn.writer)
+        body.start(answer.status, headers, keep_alive=keep)
+        for event in answer.events:
+            await body.send(event)
+        await body.end()
+        return keep
 
     def __enter__(self) -> MockResponses:
         return self.start()
@@ -45,7 +74,7 @@ class MockResponses:
     # facts ---------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        if self._http is None:
+        if self._http is None or self._http.port is None:
             raise RuntimeError("MockResponses is not started; use start() or a with block")
         return self._http.port
 
@@ -85,7 +114,9 @@ class MockResponses:
         return self.service.requests()
 
 
-def responses_router(model: MockResponses | ResponsesService, base_url: str | None = None):
+def responses_router(
+    model: MockResponses | ResponsesService, base_url: str | None = None
+) -> respx.MockRouter:
     """A respx router answering `{base_url}/responses` with `model`'s logic and journal.
 
     `base_url` defaults to the model's own URL when it is started, else a name that never

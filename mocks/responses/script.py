@@ -83,8 +83,9 @@ def function_calls(body: Any) -> list[dict[str, Any]]:
     return [i for i in input_items(body) if i.get("type") == "function_call"]
 
 
-def function_call_outputs(body: Any) -> dict[str, Any]:
-    """call_id -> output of every `function_call_output` item in `input`."""
+def function_call_outputs(body: Any) -> dict[Any, Any]:
+    """call_id -> output of every `function_call_output` item in `input` (a call_id is
+    whatever the client sent: usually a string, None if it sent none)."""
     return {
         i.get("call_id"): i.get("output")
         for i in input_items(body)
@@ -357,8 +358,10 @@ def value_for_schema(schema: Any, depth: int) -> Any:
     if kind == "array":
         return []
     if kind == "object":
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        found_props = schema.get("properties")
+        found_required = schema.get("required")
+        props: dict[str, Any] = found_props if isinstance(found_props, dict) else {}
+        required: list[Any] = found_required if isinstance(found_required, list) else []
         return {
             r: value_for_schema(props.get(r), depth + 1) for r in required if isinstance(r, str)
         }

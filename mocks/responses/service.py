@@ -18,7 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.responses import wire
 from mcp_host_conformance.mocks.responses.script import (
     Plan,
@@ -62,13 +64,6 @@ class ResponsesService:
         self._bindings: dict[str, str] = {}
 
     # state ---------------------------------------------------------------------------
-    def bind(self, server: str, marker_token: str) -> None:
-        """Tell the model that the host knows the mock with this marker token as `server`
-        (the name it was configured under), so `Step.call(server=, tool=)` finds its tools
-        by their markers."""
-        with self._lock:
-            self._bindings[server] = marker_token
-
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
         """Set the replies, one per model request; None switches back to the autopilot."""
         if steps is None:
@@ -80,6 +75,13 @@ class ResponsesService:
             ]
         with self._lock:
             self._script = new
+
+    def bind(self, server: str, marker_token: str) -> None:
+        """Tell the model that the host knows the mock with this marker token as `server`
+        (the name it was configured under), so `Step.call(server=, tool=)` finds its tools
+        by their markers."""
+        with self._lock:
+            self._bindings[server] = marker_token
 
     def marker_for(self, server: str, tool: str) -> str | None:
         with self._lock:
@@ -112,12 +114,18 @@ class ResponsesService:
         connection: str | None = None,
     ) -> Answer:
         path = path.split("?", 1)[0]
-        if path in ("/__journal", "/__reset", "/__script", "/__servers"):
-            return self._admin(method, path, raw)
-        body, parsed = _parse(raw)
+        admin = admin_answer(method, path, self.journal, self.reset)
+        if admin is not None:
+            return Answer(admin.status, dict(admin.headers), admin.body)
+        if path == "/__script":
+            return self._script_endpoint(method, raw)
+        if path == "/__servers":
+            return self._servers_endpoint(method, raw)
+        body, unreadable = _parse(raw)
         extra: dict[str, Any] = {"body": body}
-        if not parsed:
+        if unreadable is not None:
             extra["raw"] = raw[:200].decode("utf-8", "replace")
+            extra["error"] = unreadable
         self.journal.record(
             Entry(
                 kind="http",
@@ -134,8 +142,8 @@ class ResponsesService:
             return Answer.error(problem)
         if not (method == "POST" and path == "/v1/responses"):
             return Answer.error(wire.not_found(method, path))
-        if not parsed:
-            return Answer.error(wire.bad_json())
+        if unreadable is not None:
+            return Answer.error(wire.bad_json(unreadable))
         with self._lock:
             stored = dict(self._stored_calls)
         problem = wire.check_request(body, stored)
@@ -195,60 +203,41 @@ class ResponsesService:
             bindings = dict(self._bindings)
         return plan_reply(step, body, bindings)
 
-    def _admin(self, method: str, path: str, raw: bytes) -> Answer:
-        if path == "/__journal" and method == "GET":
-            return Answer.json(200, self.journal.to_json())
-        if path == "/__reset" and method == "POST":
-            self.reset()
-            return Answer.json(200, {"reset": True})
-        if path == "/__script" and method == "POST":
-            data, parsed = _parse(raw)
-            try:
-                if not parsed:
-                    raise ValueError("body is not JSON")
-                steps = None if data is None else script_from_json(data)
-            except ValueError as exc:
-                return Answer.json(
-                    400,
-                    {
-                        "error": {
-                            "message": str(exc),
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
-            self.script(steps)
-            return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
-        if path == "/__servers" and method == "POST":
-            data, parsed = _parse(raw)
-            if (
-                not parsed
-                or not isinstance(data, dict)
-                or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
-            ):
-                return Answer.json(
-                    400,
-                    {
-                        "error": {
-                            "message": 'expected {"server name": "marker token", ...}',
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
-            for server, token in data.items():
-                self.bind(server, token)
-            return Answer.json(200, {"servers": len(data)})
-        return Answer.error(wire.not_found(method, path))
+    def _script_endpoint(self, method: str, raw: bytes) -> Answer:
+        """`POST /__script`: a JSON list of steps (or null for the autopilot)."""
+        if method != "POST":
+            return Answer(405, {"allow": "POST"})
+        data, problem = _parse(raw)
+        try:
+            if problem is not None:
+                raise ValueError(f"body is not JSON: {problem}")
+            steps = None if data is None else script_from_json(data)
+        except ValueError as exc:
+            return Answer.error(wire.ApiError(400, str(exc)))
+        self.script(steps)
+        return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
+
+    def _servers_endpoint(self, method: str, raw: bytes) -> Answer:
+        """`POST /__servers`: {"configured server name": "mock marker token", ...}."""
+        if method != "POST":
+            return Answer(405, {"allow": "POST"})
+        data, problem = _parse(raw)
+        if (
+            problem is not None
+            or not isinstance(data, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+        ):
+            return Answer.error(wire.ApiError(400, 'expected {"server name": "marker token", ...}'))
+        for server, token in data.items():
+            self.bind(server, token)
+        return Answer.json(200, {"servers": len(data)})
 
 
-def _parse(raw: bytes) -> tuple[Any, bool]:
+def _parse(raw: bytes) -> tuple[Any, str | None]:
+    """(the JSON value, None), or (None, why it is not JSON the mock takes)."""
     if not raw:
-        return None, False
+        return None, "empty body"
     try:
-        return json.loads(raw), True
-    except (ValueError, UnicodeDecodeError):
-        return None, False
+        return read_json(raw), None
+    except JsonInputError as exc:
+        return None, str(exc)

@@ -59,11 +59,11 @@ def wrong_key() -> ApiError:
     return ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
 
 
-def bad_json() -> ApiError:
-    return ApiError(
-        400,
-        "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.",
+def bad_json(reason: str | None = None) -> ApiError:
+    message = (
+        "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload."
     )
+    return ApiError(400, f"{message} ({reason})" if reason else message)
 
 
 def not_found(method: str, path: str) -> ApiError:

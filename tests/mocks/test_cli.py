@@ -121,3 +121,22 @@ def test_serve_spec_file_and_stdio_lines(tmp_path):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+@pytest.mark.parametrize("args", [("list",), ("serve", "--json", "healthy", "responses")])
+def test_a_reader_that_goes_away_gets_a_quiet_exit(args):
+    """`mcp-mocks list | head -1`: no BrokenPipeError traceback, exit 0, nothing left."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcp_host_conformance.mocks", *args],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0 and proc.stderr == ""

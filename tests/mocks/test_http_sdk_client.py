@@ -148,3 +148,31 @@ def test_official_client_accepts_every_rich_result(start_mock, sdk):
     assert outcomes["tool_error"][1] is True
     assert "failed on purpose" in outcomes["rpc_error"]
     assert outcomes["large"][0] == ["text", "text"]
+
+
+@pytest.mark.parametrize("variant", ["deliver", "close-again", "error"])
+def test_official_client_resumes_a_polled_call(start_mock, sdk, variant):
+    """The mcp SDK (software nobody here wrote) follows the mock's SSE polling."""
+    from mcp_host_conformance.mocks.spec import Misbehaviour
+
+    spec = ServerSpec(
+        tools=[Tool("slow", reply=Reply.text("polled ok"))],
+        misbehaviour=Misbehaviour(poll_call=variant, poll_retry_ms=20),
+    )
+    mock = start_mock(spec)
+
+    async def body(session):
+        await session.initialize()
+        try:
+            return (await session.call_tool("slow", {})).content[0].text
+        except Exception as exc:  # the JSON-RPC error surfaces as an exception
+            return f"error: {exc}"
+
+    got = sdk(mock.url, body)
+    if variant == "error":
+        assert got.startswith("error: ") and "stream was closed" in got
+    else:
+        assert got == "polled ok"
+    assert mock.journal.count("tools/call") == 1
+    resumed = [e.headers.get("last-event-id") for e in mock.journal.entries(kind="http")]
+    assert len([r for r in resumed if r]) == (2 if variant == "close-again" else 1)

@@ -182,3 +182,27 @@ def _check_entries(client: httpx.Client) -> None:
                 running.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"}
             )
             assert reply.status_code in (200, 401, 403), entry.name
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("sse-poll", "deliver"),
+        ("sse-poll-stall", "stall"),
+        ("sse-poll-error", "error"),
+        ("sse-poll-close-again", "close-again"),
+    ],
+)
+def test_polling_mocks_prime_and_close_each_call(name, variant):
+    with start(name) as running, httpx.Client(timeout=5) as client:
+        assert running.server.spec.misbehaviour.poll_call == variant
+        accept = {"accept": "application/json, text/event-stream"}
+        init = client.post(
+            running.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"}, headers=accept
+        )
+        session = {**accept, "mcp-session-id": init.headers["mcp-session-id"]}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hello"}}
+        streamed = client.post(running.url, json=call, headers=session)
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        assert streamed.text.startswith("id: ") and "retry: " in streamed.text
+        assert '"id":2' not in streamed.text  # the answer waits for the resumption

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -64,12 +63,9 @@ def ask(client, **extra):
     return client.post("/responses", json=body)
 
 
-def test_ready_fast_and_url_shape():
-    start = time.perf_counter()
+def test_url_shape():  # the 50 ms ready target is measured by benchmarks/bench_mocks.py
     with MockResponses() as m:
-        elapsed = time.perf_counter() - start
         assert m.url.startswith("http://127.0.0.1:") and m.url.endswith("/v1")
-    assert elapsed < 0.5  # the 50 ms target is the benchmark's; this bounds a loaded machine
 
 
 def test_api_key_is_random_per_instance():
@@ -189,7 +185,7 @@ def test_admin_endpoints_script_journal_reset(model):
         assert reply.json()["output"][0]["content"][0]["text"] == "from file"
         journal = c.get(root + "/__journal").json()
         assert [e["path"] for e in journal] == ["/v1/responses"]
-        assert c.post(root + "/__reset").status_code == 200
+        assert c.post(root + "/__reset").status_code == 204  # the one admin handler
         assert c.get(root + "/__journal").json() == []
 
 
@@ -223,13 +219,17 @@ def test_standalone_with_a_script_file_and_sigterm(tmp_path):
         proc.stderr.close()
 
 
-def test_standalone_rejects_a_bad_script(tmp_path):
+@pytest.mark.parametrize(
+    "content, reason",
+    [(b'[{"type": "sing"}]', "script[0]"), (b"[" * 100_000, "nested"), (b"\xff", "UTF-8")],
+)
+def test_standalone_rejects_a_bad_script(tmp_path, content, reason):
     script = tmp_path / "bad.json"
-    script.write_text('[{"type": "sing"}]')
+    script.write_bytes(content)
     proc = run_standalone("--script", str(script))
-    _, err = proc.communicate(timeout=10)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
-    assert err.strip().count("\n") == 0 and "script[0]" in err
+    assert err.strip().count("\n") == 0 and reason in err and "Traceback" not in err
 
 
 def test_keep_alive_reuses_one_connection(model, client):

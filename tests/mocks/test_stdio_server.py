@@ -101,7 +101,7 @@ def spawn(tmp_path):
 TOOLS = [Tool(f"t{i}", description=f"tool {i}") for i in range(5)]
 
 
-def test_initialize_fast_with_a_minimal_environment(spawn):
+def test_initialize_with_a_minimal_environment(spawn):  # the 150 ms target: the benchmark's
     mock, proc = spawn(ServerSpec(name="fast", tools=TOOLS))
     reply = proc.request(
         1,
@@ -112,11 +112,9 @@ def test_initialize_fast_with_a_minimal_environment(spawn):
             "clientInfo": {"name": "t", "version": "1"},
         },
     )
-    elapsed = time.perf_counter() - proc.started
     assert reply["result"]["protocolVersion"] == "2025-06-18"
     assert reply["result"]["capabilities"]["tools"] == {"listChanged": True}
     assert reply["result"]["serverInfo"]["name"] == "fast"
-    assert elapsed < 1.5  # the 150 ms target is measured by the benchmark, not under test load
 
 
 def test_journal_records_argv_verbatim_env_pid_pgid_cwd(spawn, tmp_path):

@@ -10,9 +10,12 @@ connects to the URL we give it, which is always our mock on 127.0.0.1.
 One mock (`scenario-tools.json`: the fixture tools those scenarios call, with the exact
 replies the scenario sources describe) serves every scenario, one CLI run per scenario,
 in each of the mock's response modes (SSE, then JSON): they are different code paths.
+`test_reconnection` (server-sse-polling) polls: its call's stream is primed and closed,
+and the result waits for the GET with Last-Event-ID (SSE even in JSON mode).
 A scenario passes only if the CLI exits 0, its `checks.json` holds at least one SUCCESS
 and no FAILURE or WARNING, and the mock's journal shows the request the scenario is
-about: a run that never reached the mock cannot pass.
+about (and, for server-sse-polling, a resuming GET): a run that never reached the mock
+cannot pass.
 
 By hand, from the repository root:
     npm ci --prefix tests/official --no-audit --no-fund
@@ -59,7 +62,11 @@ SCENARIOS: dict[str, tuple[str, str | None]] = {
     "tools-call-embedded-resource": ("tools/call", "test_embedded_resource"),
     "tools-call-mixed-content": ("tools/call", "test_multiple_content_types"),
     "tools-call-error": ("tools/call", "test_error_handling"),
+    "server-sse-polling": ("tools/call", "test_reconnection"),
+    "server-sse-multiple-streams": ("tools/list", None),
 }
+# scenarios that must also have resumed a stream: a GET carrying Last-Event-ID
+RESUMING = {"server-sse-polling"}
 
 
 class SetupError(Exception):
@@ -110,6 +117,13 @@ def journal_problem(scenario: str, rpc: list[tuple[str | None, Any]]) -> str | N
             return None
     wanted = f"{method} of {tool}" if tool else method
     return f"the mock never received {wanted} (it got: {[m for m, _ in rpc]})"
+
+
+def resumption_problem(scenario: str, resuming_gets: int) -> str | None:
+    """Why the journal does not show the stream resumption the scenario is about."""
+    if scenario in RESUMING and resuming_gets == 0:
+        return "the mock never received a GET with Last-Event-ID (no stream was resumed)"
+    return None
 
 
 def pin_problem(pinned: dict[str, str], installed: dict[str, str | None]) -> str | None:
@@ -174,6 +188,12 @@ def _rpc_since(journal: Journal, start: int) -> list[tuple[str | None, Any]]:
     return [(e.method, e.params) for e in journal.entries(kind="rpc")[start:]]
 
 
+def _resuming_gets(journal: Journal) -> int:
+    return journal.count(
+        kind="http", where=lambda e: e.http_method == "GET" and "last-event-id" in e.headers
+    )
+
+
 def _read_checks(output_dir: Path, old: set[Path]) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = []
     for path in sorted(set(output_dir.rglob("checks.json")) - old):  # a kept dir has older runs
@@ -187,6 +207,7 @@ def run_scenario(
     node: Path, cli: Path, url: str, scenario: str, journal: Journal, output_dir: Path
 ) -> ScenarioResult:
     before = len(journal.entries(kind="rpc"))
+    resumed_before = _resuming_gets(journal)
     output_dir.mkdir(parents=True, exist_ok=True)
     old = set(output_dir.rglob("checks.json"))
     env = dict(os.environ)
@@ -213,8 +234,10 @@ def run_scenario(
         checks = _read_checks(output_dir, old)
     except (OSError, ValueError) as exc:
         checks, output = [], output + f"\n(unreadable checks.json: {exc})"
-    problem = checks_problem(returncode, checks) or journal_problem(
-        scenario, _rpc_since(journal, before)
+    problem = (
+        checks_problem(returncode, checks)
+        or journal_problem(scenario, _rpc_since(journal, before))
+        or resumption_problem(scenario, _resuming_gets(journal) - resumed_before)
     )
     return ScenarioResult(scenario, returncode, checks, output, problem)
 

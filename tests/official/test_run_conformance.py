@@ -47,6 +47,12 @@ def test_the_journal_must_show_the_scenarios_request() -> None:
     assert rc.journal_problem("ping", [("initialize", {})]) is not None
 
 
+def test_the_polling_scenario_must_have_resumed_a_stream() -> None:
+    assert "Last-Event-ID" in (rc.resumption_problem("server-sse-polling", 0) or "")
+    assert rc.resumption_problem("server-sse-polling", 1) is None
+    assert rc.resumption_problem("ping", 0) is None
+
+
 def test_pins_must_match_what_is_installed() -> None:
     pinned = {"node": "22.23.3", "@modelcontextprotocol/conformance": "0.1.16"}
     assert rc.pin_problem(pinned, dict(pinned)) is None
@@ -72,6 +78,8 @@ def test_the_fixture_has_every_tool_the_scenarios_call() -> None:
         assert tool.description and isinstance(tool.input_schema, dict)
     assert spec.tool("test_error_handling").reply.is_error
     assert spec.tool("test_audio_content").reply.content[0]["mimeType"] == "audio/wav"
+    polling = spec.misbehaviour  # only test_reconnection polls (server-sse-polling)
+    assert polling.poll_call == "deliver" and polling.poll_tools == ["test_reconnection"]
 
 
 def test_summary_names_each_failure() -> None:
@@ -103,3 +111,24 @@ def test_the_runner_fails_a_mock_that_breaks_a_scenario(tmp_path: Path) -> None:
     results = rc.run(["tools-call-error"], broken, tmp_path / "out")
     assert [r.passed for r in results] == [False]
     assert "isError" in (results[0].problem or ""), results[0].problem
+
+
+def test_the_sse_scenarios_pass_against_the_mock(tmp_path: Path) -> None:
+    """server-sse-polling and server-sse-multiple-streams, really run, in both modes."""
+    _framework_or_skip()
+    scenarios = ["server-sse-polling", "server-sse-multiple-streams"]
+    results = rc.run(scenarios, rc.SPEC_FILE, tmp_path / "out", modes=("sse", "json"))
+    assert [(r.name, r.problem) for r in results if not r.passed] == []
+    assert len(results) == 4
+
+
+def test_the_runner_fails_a_mock_that_does_not_poll(tmp_path: Path) -> None:
+    """A mock answering test_reconnection at once (no priming, no close) must fail."""
+    _framework_or_skip()
+    spec = json.loads(rc.SPEC_FILE.read_text())
+    del spec["misbehaviour"]
+    broken = tmp_path / "not-polling.json"
+    broken.write_text(json.dumps(spec))
+    results = rc.run(["server-sse-polling"], broken, tmp_path / "out")
+    assert [r.passed for r in results] == [False]
+    assert "priming" in (results[0].problem or ""), results[0].problem

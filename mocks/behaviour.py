@@ -1,0 +1,119 @@
+"""What a mock does with each JSON-RPC request, decided once for every transport.
+
+Strategy: `decide` is a pure function of the spec, the tools served now, how many calls
+were answered so far, and one well-formed request. It returns a `Plan`: the reply, and
+what to do about it (wait first, never answer, send garbage instead, drop the connection,
+answer through SSE polling, flood stderr first, switch tools afterwards), with the journal
+events that go with it. The HTTP mock and the stdio mock only execute plans, each in its
+own way (asyncio and sockets; pipes), so a misbehaviour means the same on both and is
+written once. A field a transport cannot honour is documented on `Misbehaviour` (stderr is
+stdio's, SSE polling is HTTP's). `Behaviour` holds the little state (the tools served,
+the calls answered) and applies each plan's change under a lock.
+
+Kept free of I/O and of the SDK: the stdio mock imports it at start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_host_conformance.mocks import _rpc
+from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+
+GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{"
+POLL_ERROR = (-32603, "Internal error: the call failed while its stream was closed")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do with one request. `reply` is what is eventually sent, if anything."""
+
+    reply: dict[str, Any] | None = None
+    delay: float = 0.0  # seconds to wait before answering
+    stall: bool = False  # never answer (the request was read and journalled)
+    garbage: bool = False  # send GARBAGE instead of any reply
+    drop: str | None = None  # "reset" | "close" | "stall": drop the connection, no answer
+    poll: str | None = None  # HTTP: answer through SSE polling (see Misbehaviour.poll_call)
+    flood_stderr: int = 0  # stdio: bytes written to stderr before answering
+    tools_after: tuple[Tool, ...] | None = None  # serve these afterwards; send list_changed
+    counts_as_call: bool = False  # an answered tools/call (change_tools_after_call counts)
+    events: tuple[dict[str, Any], ...] = ()  # journal events, each {"event": name, ...}
+
+    @property
+    def answers(self) -> bool:
+        """Whether a reply is sent at all (garbage counts: something is sent)."""
+        return not (self.stall or self.drop) and (self.garbage or self.reply is not None)
+
+
+def polls(misbehaviour: Misbehaviour, message: dict[str, Any]) -> bool:
+    """Whether this `tools/call` is answered through SSE polling."""
+    if not misbehaviour.poll_call or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return not misbehaviour.poll_tools or name in misbehaviour.poll_tools
+
+
+def decide(
+    spec: ServerSpec, tools: list[Tool], calls_answered: int, message: dict[str, Any]
+) -> Plan:
+    """The plan for one well-formed request (see `_rpc.classify`)."""
+    bad = spec.misbehaviour
+    method = message["method"]
+    id_ = message.get("id")
+    if bad.garbage:
+        return Plan(garbage=True, events=({"event": "garbage", "method": method},))
+    if method == "tools/call" and bad.drop_call:
+        return Plan(drop=bad.drop_call, events=({"event": f"call-dropped-{bad.drop_call}"},))
+    if method in bad.stall:
+        return Plan(stall=True, events=({"event": "stalled", "method": method, "id": id_},))
+    reply: dict[str, Any] | None = _rpc.answer(dataclasses.replace(spec, tools=tools), message)
+    events: list[dict[str, Any]] = []
+    if method == bad.oversize_at and reply is not None and "result" in reply:
+        reply = {**reply, "result": _rpc.padded(reply["result"], bad.oversize_bytes)}
+        events.append({"event": "oversized", "method": method, "bytes": bad.oversize_bytes})
+    fields: dict[str, Any] = {"delay": float(bad.delays.get(method, 0.0))}
+    if method == "tools/call":
+        fields["counts_as_call"] = True
+        fields["flood_stderr"] = bad.stderr_flood
+        if bad.change_tools_after_call and calls_answered == 0:
+            fields["tools_after"] = tuple(bad.changed_tools)
+            events.append({"event": "tools-changed", "count": len(bad.changed_tools)})
+        if polls(bad, message):
+            fields["poll"] = bad.poll_call
+            if bad.poll_call == "stall":
+                reply = None
+            elif bad.poll_call == "error":
+                reply = _rpc.error(id_, *POLL_ERROR)
+    return Plan(reply=reply, events=tuple(events), **fields)
+
+
+class Behaviour:
+    """A mock's protocol state (the tools it serves, the calls it answered) and its plans."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self._tools = list(spec.tools)
+        self._calls_answered = 0
+        self._lock = threading.Lock()
+
+    @property
+    def tools(self) -> list[Tool]:
+        with self._lock:
+            return list(self._tools)
+
+    def set_tools(self, tools: list[Tool]) -> None:
+        with self._lock:
+            self._tools = list(tools)
+
+    def plan(self, message: dict[str, Any]) -> Plan:
+        with self._lock:
+            plan = decide(self.spec, self._tools, self._calls_answered, message)
+            if plan.counts_as_call:
+                self._calls_answered += 1
+            if plan.tools_after is not None:
+                self._tools = list(plan.tools_after)
+        return plan

@@ -1,0 +1,233 @@
+"""An HTTP/1.1 server on its own asyncio loop in a background thread: the mocks' one server.
+
+Strategy: the MCP mock (plain and TLS) and the Responses service both run here, so they
+share one hardened request parser (`_http`) and one set of bounds (`HttpLimits`). A test,
+synchronous or not, starts one in milliseconds on 127.0.0.1 port 0 and reads its journal
+while it runs. Connections are coroutines, not threads: a thousand clients, or a thousand
+that never finish their request (slowloris), cost memory, not a thread each, and never
+block anyone else; the listen backlog is large (`HttpLimits.backlog`) so a crowd arriving
+at once is queued, not dropped. What a client sends wrong is answered with its status and
+journalled as a "bad-http" event; a failure inside a handler is journalled as
+"internal-error" and the connection closed: nothing reaches stderr. `close()` cancels
+every connection and returns in bounded time whoever is still connected.
+
+A handler gets each request whole (`Request`, body read) and the `Connection`, writes its
+answer, and returns whether the connection may carry another request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import ssl
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp_host_conformance.mocks._http import (
+    BadRequest,
+    HttpLimits,
+    Request,
+    read_body,
+    read_head,
+    write_continue,
+    write_response,
+)
+from mcp_host_conformance.mocks.journal import Entry, Journal
+
+START_TIMEOUT = 10.0  # seconds for the loop to start, and for each step of closing it
+JSON_HEADERS = [("content-type", "application/json")]
+LINGER_SECONDS = 2.0  # after refusing a request: how long to read what the client still sends
+LINGER_BYTES = 1024 * 1024  # and how much of it
+
+T = TypeVar("T")
+
+
+@dataclass
+class Connection:
+    id: str  # "c1", "c2", ... in order of arrival, for the journal
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+
+
+Handler = Callable[[Request, Connection], Awaitable[bool]]
+
+
+class LoopServer:
+    """Serve `handler` on 127.0.0.1:<ephemeral port> until `close()`."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        journal: Journal,
+        *,
+        name: str,
+        ssl_context: ssl.SSLContext | None = None,
+        limits: HttpLimits | None = None,
+    ) -> None:
+        self.handler = handler
+        self.journal = journal
+        self.name = name
+        self.ssl_context = ssl_context
+        self.limits = limits or HttpLimits()
+        self.port: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._ids = itertools.count(1)
+        self._open = 0
+        self._startup_error: BaseException | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name=f"mock-{self.name}", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(START_TIMEOUT) or self._startup_error is not None:
+            error = self._startup_error
+            self.close()
+            raise RuntimeError(f"mock {self.name!r} did not start: {error}")
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        loop.set_exception_handler(self._loop_error)
+        try:
+            self._server = loop.run_until_complete(
+                asyncio.start_server(
+                    self._connection,
+                    "127.0.0.1",
+                    0,
+                    ssl=self.ssl_context,
+                    limit=self.limits.max_head_bytes,
+                    backlog=self.limits.backlog,
+                    ssl_handshake_timeout=(
+                        self.limits.request_timeout if self.ssl_context else None
+                    ),
+                )
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as exc:  # reported by start()
+            self._startup_error = exc
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    def close(self) -> None:
+        loop, thread = self.loop, self._thread
+        if loop is None or thread is None:
+            self._thread = None
+            return
+        if loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self._stop(), loop)
+            try:
+                future.result(START_TIMEOUT)
+            except Exception:  # noqa: S110 - stopping must not raise; the loop stops below
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(START_TIMEOUT)
+        self._thread = None
+        self.loop = None
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        # Every task, not only connections: one accepted just before the server closed has
+        # a task whose coroutine has not started yet; left pending, it would warn.
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=START_TIMEOUT / 2)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on the server's loop from another thread; its result (bounded)."""
+        if self.loop is None:
+            coroutine.close()
+            raise RuntimeError(f"mock {self.name!r} is not running")
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(START_TIMEOUT)
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # TLS handshakes a client refuses or abandons end up here: facts for the journal,
+        # never tracebacks on the test output.
+        self._event("loop-error", None, message=str(context.get("message")))
+
+    def _event(self, name: str, connection: str | None, **extra: Any) -> None:
+        self.journal.record(
+            Entry(kind="event", connection=connection, extra={"event": name, **extra})
+        )
+
+    # ---- connections -------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection(f"c{next(self._ids)}", reader, writer)
+        self._open += 1
+        try:
+            if self._open > self.limits.max_connections:
+                self._event("connection-refused", conn.id, open=self._open - 1)
+                write_response(writer, 503, b"", keep_alive=False)
+                await writer.drain()
+                return
+            await self._serve(conn)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+            raise
+        except (ConnectionError, OSError, ssl.SSLError):
+            pass  # the client went away; nothing to answer
+        except Exception as exc:  # a mock never crashes on what a client sends
+            self._event("internal-error", conn.id, error=repr(exc)[:500])
+        finally:
+            self._open -= 1
+            if not writer.transport.is_closing():
+                writer.close()
+
+    async def _serve(self, conn: Connection) -> None:
+        while True:
+            try:
+                request = await read_head(conn.reader, self.limits)
+                if request is None:
+                    return
+                if request.expects_continue:
+                    write_continue(conn.writer)
+                request.body = await read_body(conn.reader, request, self.limits)
+            except BadRequest as exc:
+                await self._refuse(conn, exc)
+                return
+            keep = await self.handler(request, conn)
+            await conn.writer.drain()
+            if not keep or not request.keep_alive:
+                return
+
+    async def _refuse(self, conn: Connection, exc: BadRequest) -> None:
+        """Answer a bad request and close without losing the answer.
+
+        Closing a socket that still holds unread request bytes makes the kernel send a reset,
+        which can destroy the answer before the client reads it; so the answer is followed
+        by a half-close and a short, bounded read of whatever the client still sends."""
+        self._event("bad-http", conn.id, status=exc.status, reason=str(exc))
+        body = json.dumps({"error": str(exc)}).encode()
+        write_response(conn.writer, exc.status, body, JSON_HEADERS, keep_alive=False)
+        try:
+            async with asyncio.timeout(min(LINGER_SECONDS, self.limits.request_timeout)):
+                await conn.writer.drain()
+                if not conn.writer.can_write_eof():  # TLS: no half-close; close_notify it is
+                    return
+                conn.writer.write_eof()
+                left = LINGER_BYTES
+                while left > 0 and (chunk := await conn.reader.read(min(left, 65536))):
+                    left -= len(chunk)
+        except (TimeoutError, asyncio.LimitOverrunError):
+            pass
