@@ -167,7 +167,7 @@ def test_chat_needs_a_model_key(environ):
 
 
 def test_chat_resume_unknown_session(environ):
-    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.engine")
     code, out = run(
         ["chat", "--resume", "20260101-000000-abcdef"], {**environ, "OPENAI_API_KEY": "k"}
     )
@@ -175,7 +175,7 @@ def test_chat_resume_unknown_session(environ):
 
 
 def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
-    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.engine")
     http_server = pytest.importorskip("mcp_host_conformance.mocks.http_server")
     responses = pytest.importorskip("mcp_host_conformance.mocks.responses")
     model_script = pytest.importorskip("mcp_host_conformance.mocks.model_script")

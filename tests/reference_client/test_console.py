@@ -19,7 +19,7 @@ import pytest
 from mcp_host_conformance.reference_client.cli import main
 from mcp_host_conformance.reference_client.config import ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView, confirmation
-from mcp_host_conformance.reference_client.terminal import TerminalUI, read_secret
+from mcp_host_conformance.reference_client.console import TerminalUI, read_secret
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -108,7 +108,7 @@ def test_mcp_add_reads_header_with_echo_off(tmp_path):
 
 
 def test_chat_through_a_terminal(tmp_path):
-    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.engine")
     http_server = pytest.importorskip("mcp_host_conformance.mocks.http_server")
     responses = pytest.importorskip("mcp_host_conformance.mocks.responses")
     model_script = pytest.importorskip("mcp_host_conformance.mocks.model_script")
