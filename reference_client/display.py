@@ -11,8 +11,9 @@ idempotent: applying it twice changes nothing, so each layer may apply it again.
 
 Newline and tab stay in multi-line text (results are multi-line) but are escaped in
 `one_line` mode (status lines, names). A server line could still read like one of our
-prompts; `server_block` therefore indents every line of server-written text, so nothing a
-server sends starts a line at the left margin where the host's own prompts are.
+prompts; `server_block` therefore indents every line of server-written text, and
+`answer_block` every line of the model's answers (which may quote a server), so nothing from
+outside starts a line at the left margin, where the host's own prompts are.
 
 Neutralized: C0 controls (but newline and tab in multi-line text), DEL, C1 controls, and
 the Unicode format characters (bidi overrides, embeddings, isolates and marks, zero-width
@@ -24,9 +25,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["BLOCK_INDENT", "server_block", "terminal_safe"]
+__all__ = ["ANSWER_INDENT", "BLOCK_INDENT", "answer_block", "server_block", "terminal_safe"]
 
 BLOCK_INDENT = "  | "
+ANSWER_INDENT = "  "
 
 # Candidates only: every character outside printable ASCII, newline and tab. Most text is
 # ASCII, so the per-character decision below runs rarely.
@@ -54,7 +56,15 @@ def terminal_safe(text: str, *, one_line: bool = False) -> str:
     return pattern.sub(_escape, text)
 
 
+def _indented(text: str, indent: str) -> str:
+    return "\n".join(indent + line for line in terminal_safe(text).split("\n"))
+
+
 def server_block(text: str) -> str:
     """Server-written, multi-line text as shown: neutralized, every line indented."""
-    safe = terminal_safe(text)
-    return "\n".join(BLOCK_INDENT + line for line in safe.split("\n"))
+    return _indented(text, BLOCK_INDENT)
+
+
+def answer_block(text: str) -> str:
+    """The model's answer as shown: neutralized, every line indented."""
+    return _indented(text, ANSWER_INDENT)

@@ -30,7 +30,11 @@ from typing import Any, Protocol
 from mcp_host_conformance.reference_client import builtins, confirmation, offering, results
 from mcp_host_conformance.reference_client.confirmation import ApprovalDecision, ConfirmationView
 from mcp_host_conformance.reference_client.discovery import ConnectedServer, Discovery, OfferedTool
-from mcp_host_conformance.reference_client.display import server_block, terminal_safe
+from mcp_host_conformance.reference_client.display import (
+    answer_block,
+    server_block,
+    terminal_safe,
+)
 from mcp_host_conformance.reference_client.model import ModelClient, ModelError
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.rpc import RpcError
@@ -158,7 +162,7 @@ class Conversation:
                 self.record(item)
             if reply.text:
                 report.answer = terminal_safe(self.redactor.redact(reply.text))
-                self.show(report.answer)
+                self.show(answer_block(report.answer))
             if not reply.calls:
                 return report
             for call in reply.calls:
