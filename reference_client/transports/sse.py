@@ -9,8 +9,8 @@ plus what resuming a stream needs (the 2025-11-25 MCP Streamable HTTP transport)
   empty one resets it), which a client sends back as `Last-Event-ID` to resume;
 - `retry_ms`: the last valid `retry` field (ASCII digits only), the time the server asks a
   client to wait before reconnecting.
-Events without data (a priming event carries only `id` and `retry`, or an empty `data`)
-are reported with `data == b""`; the caller skips them.
+An event without any `data` line is not dispatched (the standard's rule); one with an
+empty `data` line, as a priming event often has, is, with `data == b""`: callers skip it.
 
 Hostile input is bounded: NET-4's 1 MiB limit applies to one event's data and to any line
 still being buffered, so a line that never ends cannot grow past it (MessageTooLarge). An
