@@ -3,6 +3,6 @@ the same as the `mcp-reference-host` command."""
 
 import sys
 
-from mcp_host_conformance.reference_client.cli import main
+from mcp_host_conformance.reference_client.launcher import main
 
 sys.exit(main())

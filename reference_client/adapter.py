@@ -7,7 +7,9 @@ in a background thread with its own asyncio loop; `ask` blocks the harness's thr
 the turn runs there, and the approval / acknowledgement callbacks are called from a worker
 thread so the loop stays free (a `cancel` from the harness reaches it at once). Everything
 the user would have seen (status lines, confirmations with the typed answer, prompts,
-results, answers) is collected into the `text` fields.
+results, answers) is collected into the `text` fields, through the same
+`display.terminal_safe` as the terminal (HARD-1). A session starts the way `chat` starts
+one: `engine.open_engine`.
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ from mcp_host_conformance.harness.adapter import (
     Turn,
 )
 from mcp_host_conformance.reference_client import cli
-from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore, secrets_of
+from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
-from mcp_host_conformance.reference_client.host import Host, TurnReport
-from mcp_host_conformance.reference_client.redaction import Redactor
-from mcp_host_conformance.reference_client.sessions import SessionError, SessionLog
+from mcp_host_conformance.reference_client.display import terminal_safe
+from mcp_host_conformance.reference_client.engine import HostEngine, TurnReport, open_engine
+from mcp_host_conformance.reference_client.sessions import SessionError
 
 NAME = "mcp-reference-host"
 SECRET_VARIABLE = "MCP_REFERENCE_SECRET_{}"  # set only in the environ given to cli.main
@@ -143,20 +145,20 @@ class _BridgeUI:
         return text
 
     def show(self, text: str) -> None:
-        self.lines.append(text)
+        self.lines.append(terminal_safe(text))
 
     async def approve(self, view: ConfirmationView) -> str:
         if self.approver is None:
             raise AdapterError("no approval callback during a turn")
         answer = await asyncio.to_thread(self.approver, confirmation_record(view))
-        self.lines.append(f"{view.text}{answer}")
+        self.lines.append(terminal_safe(f"{view.text}{answer}"))
         return answer
 
     async def acknowledge(self, prompt: str) -> bool:
         if self.acknowledger is None:
             raise AdapterError("no acknowledgement callback during a turn")
         accepted = await asyncio.to_thread(self.acknowledger, prompt)
-        self.lines.append(f"{prompt}{'y' if accepted else 'n'}")
+        self.lines.append(terminal_safe(f"{prompt}{'y' if accepted else 'n'}"))
         return bool(accepted)
 
 
@@ -169,48 +171,39 @@ class ReferenceSession:
         self.ui = _BridgeUI()
         self._ask_lock = threading.Lock()
         self._stopped: Stopped | None = None
-        try:
-            servers = ConfigStore(self.environ).load()
-        except ConfigError as exc:
-            raise AdapterError(f"cannot read the configuration: {exc}") from None
-        redactor = Redactor([*secrets_of(servers), options.model_key])
-        history = None
-        try:
-            if options.resume:
-                self.session, history, warnings = SessionLog.open(
-                    self.environ, options.resume, redactor=redactor
-                )
-                self.ui.show(f"Resuming session {self.session.id} ({len(history)} items).")
-                for warning in warnings:
-                    self.ui.show(redactor.redact(f"Warning: {warning}"))
-            else:
-                self.session = SessionLog.create(self.environ, redactor=redactor)
-        except SessionError as exc:
-            raise AdapterError(f"cannot open the session: {exc}") from None
         self._loop = _Loop()
 
-        async def make_and_start() -> tuple[Host, list]:
-            host = Host(
-                servers,
-                model_url=options.model_url,
-                model_key=options.model_key,
-                environ=self.environ,
-                cwd=options.cwd,
-                ui=self.ui,
-                connect_timeout=options.connect_timeout,
-                call_timeout=options.call_timeout,
-                ca_file=options.ca_file,
-                session=self.session,
-                history=history,
-            )
-            return host, await host.start()
+        async def open_and_start() -> tuple[HostEngine, list[Any]]:
+            try:
+                engine = open_engine(
+                    environ=self.environ,
+                    model_url=options.model_url,
+                    model_key=options.model_key,
+                    cwd=options.cwd,
+                    ui=self.ui,
+                    resume=options.resume,
+                    connect_timeout=options.connect_timeout,
+                    call_timeout=options.call_timeout,
+                    ca_file=options.ca_file,
+                )
+            except ConfigError as exc:
+                raise AdapterError(f"cannot read the configuration: {exc}") from None
+            except SessionError as exc:
+                raise AdapterError(f"cannot open the session: {exc}") from None
+            try:
+                return engine, await engine.start()
+            except BaseException:
+                await engine.close()
+                raise
 
         try:
-            self.host, lines = self._loop.run(make_and_start(), options.connect_timeout + 30)
+            self.engine, lines = self._loop.run(open_and_start(), options.connect_timeout + 30)
         except BaseException:
             self._loop.stop()
-            self.session.close()
             raise
+        log = self.engine.session_log
+        assert log is not None  # open_engine always opens one
+        self.session = log
         self.statuses = [
             ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line)
             for s in lines
@@ -224,7 +217,7 @@ class ReferenceSession:
             self.ui.approver, self.ui.acknowledger = approve, acknowledge
             bound = 60 + 20 * (self.options.call_timeout + 5)
             try:
-                report: TurnReport = self._loop.run(self.host.ask(question), bound)
+                report: TurnReport = self._loop.run(self.engine.ask(question), bound)
             finally:
                 self.ui.approver = self.ui.acknowledger = None
             return Turn(
@@ -237,13 +230,13 @@ class ReferenceSession:
             )
 
     def cancel(self) -> None:
-        self.host.cancel()
+        self.engine.cancel()
 
     def stop(self) -> Stopped:
         if self._stopped is not None:
             return self._stopped
         try:
-            self._loop.run(self.host.close(), STOP_TIMEOUT)
+            self._loop.run(self.engine.close(), STOP_TIMEOUT)
         finally:
             self._loop.stop()
             self.session.close()

@@ -63,11 +63,8 @@ def read_file(cwd: Path, arguments: Any) -> results.Outcome:
         return results.Outcome(
             results.FAILED, f"Cannot read {path}: {exc.strerror or type(exc).__name__}."
         )
-    if len(data) > results.OUTPUT_LIMIT:
-        keep = results.OUTPUT_LIMIT - len(results.TRUNCATION_MARKER.encode()) - 4
-        text = data[:keep].decode("utf-8", "ignore")
-        return results.Outcome(results.OUTPUT_LIMITED, text + results.TRUNCATION_MARKER)
-    return results.Outcome(results.COMPLETED, data.decode("utf-8", "replace"))
+    text, cut = results.limited_text(data.decode("utf-8", "replace"))
+    return results.Outcome(results.OUTPUT_LIMITED if cut else results.COMPLETED, text)
 
 
 def run(name: str, cwd: Path, arguments: Any) -> results.Outcome:

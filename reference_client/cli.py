@@ -1,14 +1,14 @@
 """The command line: `mcp-reference-host` (also `python -m mcp_host_conformance.reference_client`).
 
-Strategy: a thin layer of argparse over the configuration store, the session log and the
-Host; every rule lives elsewhere. `main` takes its environment and streams as parameters so
-tests and the harness adapter drive it in-process exactly as a user would from a shell.
+Strategy: a thin layer of argparse over the configuration commands (`server_commands`),
+the session list and the engine; every rule lives elsewhere. `main` takes its environment
+and streams as parameters so tests and the harness adapter drive it in-process exactly as
+a user would from a shell. The `driver` command serves the harness adapter, which itself
+runs this command line: so `main` does not import the adapter, it is handed the driver
+(`serve_driver`) by the program's entry point (`launcher.main`).
 
-Secrets never come from argv, where shell history, `ps` and logs would keep them: `--header
-NAME` prompts for the value with echo off, `--header-from-env NAME=VAR` (and
-`--env-from-env`) reads it from an environment variable for scripts. An argument that looks
-like `Name: value` is refused without being repeated. Everything printed about servers is
-passed through a redactor built from the configured secrets, so no command can show one.
+Everything printed passes `display.terminal_safe`; numbers of seconds are checked
+(positive and finite); secrets never come from argv (see `server_commands`).
 
 Exit codes: 0 success, 1 a runtime problem (unreadable configuration, unknown session...),
 2 a usage error. An error is one line on stderr.
@@ -19,46 +19,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
-import re
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TextIO
-from urllib.parse import urlsplit
+from typing import Any, NoReturn, TextIO
 
-from mcp_host_conformance.reference_client.config import (
-    ConfigError,
-    ConfigStore,
-    HttpServerConfig,
-    StdioServerConfig,
-    destination,
-    secrets_of,
-    url_refusal,
-)
-from mcp_host_conformance.reference_client.redaction import Redactor
-from mcp_host_conformance.reference_client.sessions import SessionError, SessionLog, list_sessions
-from mcp_host_conformance.reference_client.terminal import TerminalUI, read_secret
+from mcp_host_conformance.reference_client import server_commands, untrusted_json
+from mcp_host_conformance.reference_client.config import ConfigError
+from mcp_host_conformance.reference_client.console import TerminalUI
+from mcp_host_conformance.reference_client.display import terminal_safe
+from mcp_host_conformance.reference_client.server_commands import PROG, UsageError
+from mcp_host_conformance.reference_client.sessions import SessionError, list_sessions
 
-__all__ = ["main"]
+__all__ = ["PROG", "UsageError", "main", "seconds"]
 
-PROG = "mcp-reference-host"
+MAX_SECONDS = 24 * 60 * 60
 DEFAULT_MODEL_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 BANNER = (
     "mcp-reference-host chat. Type your question; /exit or Ctrl-D leaves, "
     "Ctrl-C cancels a running call."
 )
-
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class UsageError(Exception):
-    """Bad command line; exit code 2."""
 
 
 class _Exit(Exception):
@@ -69,31 +55,38 @@ class _Exit(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that writes to our streams and raises instead of exiting the process."""
 
-    def __init__(self, *args, out: TextIO, **kwargs) -> None:
+    def __init__(self, *args: Any, out: TextIO, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._out = out
 
-    def _print_message(self, message: str, file=None) -> None:  # noqa: ARG002
+    def _print_message(self, message: str, file: Any = None) -> None:  # noqa: ARG002
         if message:
-            self._out.write(message)
+            self._out.write(terminal_safe(message))
 
-    def exit(self, status: int = 0, message: str | None = None):
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
-            self._out.write(message)
+            self._out.write(terminal_safe(message))
         raise _Exit(status)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments"):
             # They may hold a secret typed in the wrong place: do not repeat them.
             message = "unrecognized arguments (not repeated here in case they hold a secret)"
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def _pair(text: str, flag: str) -> tuple[str, str]:
-    name, sep, var = text.partition("=")
-    if not sep or not name or not var:
-        raise UsageError(f"{flag} takes NAME=VAR, the name and the environment variable to read")
-    return name, var
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, positive, finite, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds greater than 0 and at most {MAX_SECONDS} "
+            f"(got {terminal_safe(text, one_line=True)[:20]!r})"
+        )
+    return value
 
 
 def _build_parser(out: TextIO) -> argparse.ArgumentParser:
@@ -107,13 +100,13 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
         "~/.config/...), private (0600). Sessions: ~/.local/share/mcp-reference-host/sessions/.",
         formatter_class=fmt,
     )
-    commands = parser.add_subparsers(dest="top_command", metavar="COMMAND", parser_class=make)
+    commands = parser.add_subparsers(dest="top_command", metavar="COMMAND", parser_class=make)  # type: ignore[call-overload]
     commands.required = True
 
     mcp = commands.add_parser(
         "mcp", help="add, list or remove MCP servers", description="Manage the MCP servers."
     )
-    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=make)
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=make)  # type: ignore[call-overload]
     mcp_commands.required = True
     add = mcp_commands.add_parser(
         "add",
@@ -202,14 +195,14 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
     )
     chat.add_argument(
         "--connect-timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
         help="seconds allowed for each server to connect and list its tools (default: 10)",
     )
     chat.add_argument(
         "--call-timeout",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="S",
         help="seconds allowed for each MCP call before its outcome is unknown (default: 30)",
@@ -247,137 +240,6 @@ def _shared_parser() -> argparse.ArgumentParser:
     return _build_parser(_CURRENT_OUT)  # type: ignore[arg-type]
 
 
-# ---- mcp add / list / remove ------------------------------------------------------------
-
-
-def _secret_values(
-    names: list[str],
-    from_env: list[str],
-    *,
-    kind: str,
-    flag: str,
-    pattern: re.Pattern[str],
-    environ: Mapping[str, str],
-    stdin: TextIO,
-    stdout: TextIO,
-) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for name in names:
-        if not pattern.match(name):
-            raise UsageError(
-                f"{flag} takes a {kind} name only "
-                f"(like {'X-Api-Key' if kind == 'header' else 'API_TOKEN'}); "
-                f"type the value at the hidden prompt, or use {flag}-from-env NAME=VAR. "
-                "Never put a secret on the command line."
-            )
-    pairs = [_pair(text, f"{flag}-from-env") for text in from_env]
-    for name, var in pairs:
-        if not pattern.match(name):
-            raise UsageError(f"{flag}-from-env: {name!r} is not a valid {kind} name")
-        value = environ.get(var)
-        if not value:
-            raise UsageError(f"{flag}-from-env: the environment variable {var} is not set")
-        values[name] = value
-    for name in names:
-        value = read_secret(
-            f"Value for {kind} {name} (typing is hidden): ", stdin=stdin, stdout=stdout
-        )
-        if value is None or not value:
-            raise UsageError(f"no value was given for {kind} {name}")
-        values[name] = value
-    for name, value in values.items():
-        if "\r" in value or "\n" in value or "\0" in value:
-            raise UsageError(f"the value of {kind} {name} contains a line break or NUL")
-    return values
-
-
-def _add(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO) -> int:
-    store = ConfigStore(environ)
-    if (args.url is None) == (args.command is None):
-        raise UsageError("give either a URL (remote server) or --command CMD (stdio server)")
-    if args.url is not None:
-        if args.arg or args.env or args.env_from_env:
-            raise UsageError("--arg, --env and --env-from-env are for stdio servers (--command)")
-        try:
-            parts = urlsplit(args.url)
-            has_userinfo = parts.username is not None or parts.password is not None
-        except ValueError:
-            raise UsageError("the URL is not valid") from None
-        if has_userinfo:
-            raise UsageError("the URL must not contain a user name or password; use --header")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError("the URL must be an https:// URL with a host name")
-        headers = _secret_values(
-            args.header,
-            args.header_from_env,
-            kind="header",
-            flag="--header",
-            pattern=_HEADER_NAME,
-            environ=environ,
-            stdin=stdin,
-            stdout=stdout,
-        )
-        server: HttpServerConfig | StdioServerConfig = HttpServerConfig(
-            args.name, args.url, headers
-        )
-        names, label = list(headers), "headers"
-    else:
-        if args.header or args.header_from_env:
-            raise UsageError("--header and --header-from-env are for remote servers (URL)")
-        if not args.command:
-            raise UsageError("--command needs the program to run")
-        env = _secret_values(
-            args.env,
-            args.env_from_env,
-            kind="variable",
-            flag="--env",
-            pattern=_ENV_NAME,
-            environ=environ,
-            stdin=stdin,
-            stdout=stdout,
-        )
-        server = StdioServerConfig(args.name, args.command, list(args.arg), env)
-        names, label = list(env), "variables"
-    redactor = Redactor(secrets_of([server]))
-    path = store.add(server)
-    lines = [f"Added MCP server {server.name}: {destination(server)}"]
-    if names:
-        lines.append(f"  {label}: {', '.join(names)} (values stored, not shown)")
-    lines.append(f"Wrote {path} (mode 0600).")
-    if isinstance(server, HttpServerConfig):
-        refusal = url_refusal(server.url)
-        if refusal:
-            lines.append(f"Warning: this server will be refused at connection: {refusal}.")
-    lines.append("Not connected yet: it will be connected the next time chat starts.")
-    stdout.write(redactor.redact("\n".join(lines)) + "\n")
-    return 0
-
-
-def _list(environ: Mapping[str, str], stdout: TextIO) -> int:
-    servers = ConfigStore(environ).load()
-    if not servers:
-        stdout.write(f"No MCP servers configured. Add one with: {PROG} mcp add NAME URL\n")
-        return 0
-    lines = []
-    for server in servers:
-        if isinstance(server, HttpServerConfig):
-            extra = f"  headers: {', '.join(server.headers)}" if server.headers else ""
-        else:
-            extra = f"  variables: {', '.join(server.env)}" if server.env else ""
-        kind = "http " if isinstance(server, HttpServerConfig) else "stdio"
-        lines.append(f"{server.name}  {kind}  {destination(server)}{extra}")
-    # Only names are printed; the redactor is the guarantee (CFG-4).
-    stdout.write(Redactor(secrets_of(servers)).redact("\n".join(lines)) + "\n")
-    return 0
-
-
-def _remove(name: str, environ: Mapping[str, str], stdout: TextIO) -> int:
-    if ConfigStore(environ).remove(name):
-        stdout.write(f"Removed MCP server {name}.\n")
-        return 0
-    raise ConfigError(f"no server named {name!r}; see `{PROG} mcp list`")
-
-
 # ---- sessions ---------------------------------------------------------------------------
 
 
@@ -386,8 +248,8 @@ def _first_question(path: Path) -> str:
         with open(path, "rb") as f:
             for raw in f:
                 try:
-                    item = json.loads(raw)
-                except (ValueError, RecursionError):
+                    item = untrusted_json.decode(raw)
+                except untrusted_json.UntrustedJsonError:
                     continue
                 if isinstance(item, dict) and item.get("role") == "user":
                     content = item.get("content")
@@ -407,7 +269,7 @@ def _sessions(environ: Mapping[str, str], stdout: TextIO) -> int:
     for session_id, path in found:
         question = _first_question(path)
         suffix = f"  {json.dumps(question, ensure_ascii=False)}" if question else ""
-        stdout.write(f"{session_id}{suffix}\n")
+        stdout.write(terminal_safe(f"{session_id}{suffix}", one_line=True) + "\n")
     stdout.write(f"Resume one with: {PROG} chat --resume ID\n")
     return 0
 
@@ -415,10 +277,10 @@ def _sessions(environ: Mapping[str, str], stdout: TextIO) -> int:
 # ---- chat -------------------------------------------------------------------------------
 
 
-async def _chat(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO) -> int:
-    from mcp_host_conformance.reference_client.host import (
-        Host,  # the engine; imported only when chatting
-    )
+async def _chat(
+    args: argparse.Namespace, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO
+) -> int:
+    from mcp_host_conformance.reference_client.engine import open_engine  # only when chatting
 
     model_key = environ.get(args.model_key_env, "")
     if not model_key:
@@ -427,37 +289,24 @@ async def _chat(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO)
             "(or name another variable with --model-key-env)"
         )
     model_url = args.model_url or environ.get("OPENAI_BASE_URL") or DEFAULT_MODEL_URL
-    servers = ConfigStore(environ).load()
-    redactor = Redactor([*secrets_of(servers), model_key])
     ui = TerminalUI(stdin, stdout)
-
-    history = None
-    if args.resume:
-        session, history, warnings = SessionLog.open(environ, args.resume, redactor=redactor)
-        ui.show(f"Resuming session {session.id} ({len(history)} items).")
-        for warning in warnings:
-            ui.show(redactor.redact(f"Warning: {warning}"))
-    else:
-        session = SessionLog.create(environ, redactor=redactor)
-
-    host = Host(
-        servers,
+    engine = open_engine(
+        environ=environ,
         model_url=model_url,
         model_key=model_key,
-        environ=environ,
         cwd=Path.cwd(),
         ui=ui,
+        resume=args.resume,
         connect_timeout=args.connect_timeout,
         call_timeout=args.call_timeout,
         ca_file=args.ca_file,
-        session=session,
-        history=history,
     )
+    session_id = engine.session_log.id if engine.session_log is not None else ""
     asking = False
 
     def on_interrupt() -> None:
         if asking:
-            host.cancel()
+            engine.cancel()
         else:
             ui.show("\n(type /exit or press Ctrl-D to leave)")
 
@@ -468,9 +317,9 @@ async def _chat(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO)
     except (RuntimeError, ValueError, NotImplementedError):
         handles_sigint = False  # not the main thread (e.g. driven in-process)
     try:
-        await host.start()  # prints one status line per server
+        await engine.start()  # prints one status line per server
         ui.show(BANNER)
-        ui.show(f"Session {session.id}")
+        ui.show(f"Session {session_id}")
         while True:
             question = await ui.question("You> ")
             if question is None:
@@ -483,15 +332,14 @@ async def _chat(args, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO)
                 continue
             asking = True
             try:
-                await host.ask(question)
+                await engine.ask(question)
             finally:
                 asking = False
     finally:
         if handles_sigint:
             loop.remove_signal_handler(signal.SIGINT)
-        await host.close()
-        session.close()
-        ui.show(f"Session saved. Resume with: {PROG} chat --resume {session.id}")
+        await engine.close()
+        ui.show(f"Session saved. Resume with: {PROG} chat --resume {session_id}")
     return 0
 
 
@@ -505,9 +353,11 @@ def main(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    serve_driver: Callable[[], int] | None = None,
 ) -> int:
     """Run one command. Errors go to `stderr` (default: `stdout` when it is given, so an
-    in-process caller sees everything, else sys.stderr)."""
+    in-process caller sees everything, else sys.stderr). `serve_driver` runs the `driver`
+    command; without it that command is refused."""
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
     stdin = sys.stdin if stdin is None else stdin
@@ -519,25 +369,26 @@ def main(
     try:
         args = parser.parse_args(argv)
         if args.top_command == "mcp":
+            # Looked up in the module at each call: the zoo patches these seams there.
             if args.mcp_command == "add":
-                return _add(args, environ, stdin, stdout)
+                return server_commands.add_server(args, environ, stdin, stdout)
             if args.mcp_command == "list":
-                return _list(environ, stdout)
-            return _remove(args.name, environ, stdout)
+                return server_commands.list_servers(environ, stdout)
+            return server_commands.remove_server(args.name, environ, stdout)
         if args.top_command == "sessions":
             return _sessions(environ, stdout)
         if args.top_command == "chat":
             return asyncio.run(_chat(args, environ, stdin, stdout))
-        from mcp_host_conformance.reference_client.adapter import driver_main
-
-        return driver_main() or 0
+        if serve_driver is None:
+            raise UsageError(f"the driver is served by the {PROG} program itself")
+        return serve_driver() or 0
     except _Exit as done:
         return done.status
     except UsageError as error:
-        stderr.write(f"{PROG}: error: {error}\n")
+        stderr.write(terminal_safe(f"{PROG}: error: {error}", one_line=True) + "\n")
         return 2
     except (ConfigError, SessionError) as error:
-        stderr.write(f"{PROG}: error: {error}\n")
+        stderr.write(terminal_safe(f"{PROG}: error: {error}", one_line=True) + "\n")
         return 1
     except KeyboardInterrupt:
         stderr.write("\n")

@@ -3,12 +3,16 @@
 Strategy: configuration is consent. A server reaches the program only through this file,
 which lives under the user's home (XDG_CONFIG_HOME respected) and never in the working
 directory, so a project cannot add servers (CFG-2). The file holds header and environment
-values, so it is private from the moment it exists: created 0600 in a 0700 directory and
-written atomically (temporary file + rename) so a crash never leaves half a file; looser
-modes found on disk are tightened. This module only reads and writes the file; adding a
-server never connects to it (CFG-1).
+values, so it is private from the moment it exists: created 0600 in a 0700 directory
+(every directory we create is 0700, whatever the umask) and written atomically (temporary
+file + rename) so a crash never leaves half a file; looser modes found on disk are
+tightened. This module only reads and writes the file; adding a server never connects to
+it (CFG-1). The file is read as untrusted input: at most MAX_CONFIG_BYTES, decoded by
+`untrusted_json`, every entry checked.
 
-`url_refusal` is the NET-1 rule as a pure function: HTTPS, or plain HTTP to loopback only.
+The pure checks a server entry must pass: `url_problem` (the URL is a usable http(s) URL),
+`url_refusal` (NET-1: HTTPS, or plain HTTP to loopback only), `header_problem` (a header
+HTTP can carry: a token name, a value of visible ASCII and spaces).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from mcp_host_conformance.reference_client import untrusted_json
+from mcp_host_conformance.reference_client.display import terminal_safe
+
 __all__ = [
     "APP_DIR",
     "ConfigError",
@@ -33,14 +40,20 @@ __all__ = [
     "StdioServerConfig",
     "config_home",
     "destination",
+    "header_problem",
     "name_refusal",
     "secrets_of",
+    "url_problem",
     "url_refusal",
 ]
 
 APP_DIR = "mcp-reference-host"
 FILE_NAME = "servers.json"
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 _VERSION = 1
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")  # visible ASCII and spaces
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ConfigError(Exception):
@@ -77,8 +90,20 @@ def config_home(environ: Mapping[str, str]) -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and missing parents) 0700; tighten it if it is looser."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create `path` and every missing parent with mode 0700, whatever the umask (mkdir's
+    mode is masked by it: under umask 000 `parents=True` makes 0777 parents); tighten
+    `path` itself if it is looser. Existing parents are not ours to change."""
+    missing: list[Path] = []
+    probe = path
+    while not os.path.lexists(probe) and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: tightened below if it is `path`
+        directory.chmod(0o700)
     if stat.S_IMODE(path.stat().st_mode) != 0o700:
         path.chmod(0o700)
     return path
@@ -116,6 +141,30 @@ def name_refusal(name: str) -> str | None:
     return None
 
 
+def header_problem(name: str, value: str) -> str | None:
+    """Why a header cannot be sent as configured, or None. The value is never quoted."""
+    if not _HEADER_NAME.fullmatch(name):
+        return (
+            f"{terminal_safe(name, one_line=True)[:64]!r} is not a valid header name "
+            "(letters, digits and !#$%&'*+.^_`|~- only)"
+        )
+    if not _HEADER_VALUE.fullmatch(value):
+        return (
+            f"the value of header {name} holds a character HTTP headers cannot carry "
+            "(only visible ASCII characters and spaces; no line breaks, tabs or non-ASCII)"
+        )
+    return None
+
+
+def env_problem(name: str, value: str) -> str | None:
+    """Why an environment variable cannot be given to a stdio server, or None."""
+    if not _ENV_NAME.fullmatch(name):
+        return f"{terminal_safe(name, one_line=True)[:64]!r} is not a valid variable name"
+    if "\0" in value:
+        return f"the value of variable {name} holds a NUL character"
+    return None
+
+
 def _is_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True
@@ -125,21 +174,70 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def url_refusal(url: str) -> str | None:
-    """Why a server URL is refused (NET-1), or None when it is acceptable."""
+_URL_FORM = (
+    "a server URL uses HTTPS, like https://docs.example.com/mcp "
+    "(plain http:// is accepted only for localhost and loopback addresses)"
+)
+
+
+def _host_problem(host: str) -> str | None:
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return f"the URL's host name {host!r} is not valid"
+    if not all(label and not label.startswith("-") for label in host.rstrip(".").split(".")):
+        return f"the URL's host name {host!r} is not valid"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` unusable as a server URL, said so a person can fix it, or None.
+
+    Checks the form only (scheme, host, port, no spaces or control characters, no user
+    name or password); whether plain HTTP is allowed is `url_refusal`'s decision.
+    """
+    if not url:
+        return f"the URL is empty; {_URL_FORM}"
+    if any(ch.isspace() for ch in url) or terminal_safe(url, one_line=True) != url:
+        return "the URL contains a space or a control character"
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
-        parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        return "the URL is not valid"
-    if parts.scheme not in ("https", "http"):
-        return "the URL must use HTTPS (https://...)"
-    if not host:
-        return "the URL has no host name"
+        return f"the URL is not valid; {_URL_FORM}"
+    if not parts.scheme or not url.lower().startswith(f"{parts.scheme.lower()}://"):
+        return f"the URL has no scheme; {_URL_FORM}"
+    if parts.scheme.lower() not in ("https", "http"):
+        return f"the URL's scheme {parts.scheme[:20]!r} is not supported; {_URL_FORM}"
     if parts.username is not None or parts.password is not None:
         return "the URL must not contain a user name or password; configure a header instead"
-    if parts.scheme == "http" and not _is_loopback(host):
+    if not host:
+        return f"the URL has no host name; {_URL_FORM}"
+    problem = _host_problem(host)
+    if problem:
+        return problem
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (port is None and parts.netloc.endswith(":")):
+        return "the URL's port is not a number from 1 to 65535"
+    return None
+
+
+def url_refusal(url: str) -> str | None:
+    """Why a server URL is refused at connection (NET-1), or None when it is acceptable."""
+    problem = url_problem(url)
+    if problem:
+        return problem
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme.lower() == "http" and not _is_loopback(host):
         return (
             "plain HTTP is refused for a non-loopback host; use HTTPS "
             "(plain http:// is allowed only for localhost, 127.0.0.0/8 and ::1)"
@@ -165,7 +263,7 @@ def secrets_of(servers: Iterable[ServerConfig]) -> list[str]:
     found: list[str] = []
     for server in servers:
         is_http = isinstance(server, HttpServerConfig)
-        values = server.headers if is_http else server.env
+        values = server.headers if isinstance(server, HttpServerConfig) else server.env
         for value in values.values():
             if not value:
                 continue
@@ -223,17 +321,21 @@ class ConfigStore:
 
     def load(self) -> list[ServerConfig]:
         try:
-            raw = self.path.read_bytes()
+            with open(self.path, "rb") as f:
+                raw = f.read(MAX_CONFIG_BYTES + 1)
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from None
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{self.path} is larger than 4 MiB; fix or remove it")
         self._tighten()
         try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError):
-            # The message names the file, never its content: it holds secrets.
-            raise ConfigError(f"{self.path} is not valid JSON; fix or remove it") from None
+            document = untrusted_json.decode(raw)
+        except untrusted_json.UntrustedJsonError as exc:
+            # The message names the file and the kind of damage, never its content: it
+            # holds secrets.
+            raise ConfigError(f"{self.path} is not usable JSON ({exc}); fix or remove it") from None
         if not isinstance(document, dict) or not isinstance(document.get("servers"), list):
             raise ConfigError(f"{self.path} has no list of servers; fix or remove it")
         try:

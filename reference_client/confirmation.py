@@ -4,23 +4,28 @@ Strategy: approving a call is a decision about where the arguments go, so the te
 the configured server, its destination, and the server's own tool name (not the exposed
 function name), then the arguments as pretty-printed JSON. Long arguments are cut after
 2 KiB of UTF-8 (never inside a character) and visibly marked; the server still receives
-them whole. Names are shown as JSON strings so that a hostile tool name cannot inject
-terminal control sequences or fake extra lines. Only an explicit yes approves.
+them whole. Names are shown as JSON strings on one line and everything passes through
+`display.terminal_safe`, so a hostile tool name or argument can neither send terminal
+control sequences nor fake extra lines (HARD-1). Only an explicit yes approves.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from mcp_host_conformance.reference_client.display import terminal_safe
 
 __all__ = [
     "APPROVAL_PROMPT",
     "ARGUMENTS_LIMIT",
     "CUT_MARKER",
     "WARNING",
+    "ApprovalDecision",
     "ConfirmationView",
     "confirmation",
+    "decide",
     "is_approved",
     "shown_arguments",
 ]
@@ -34,7 +39,10 @@ WARNING = (
 )
 
 
-@dataclass
+ApprovalDecision = Literal["approved", "denied"]
+
+
+@dataclass(frozen=True)
 class ConfirmationView:
     server: str
     destination: str
@@ -45,7 +53,7 @@ class ConfirmationView:
 
 
 def _quoted(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return terminal_safe(json.dumps(value, ensure_ascii=False), one_line=True)
 
 
 def _pretty(arguments: Any) -> str:
@@ -67,13 +75,18 @@ def shown_arguments(arguments: Any) -> str:
 
 
 def confirmation(
-    server: str, destination: str, tool: str, arguments: dict, *, exposed_name: str | None = None
+    server: str,
+    destination: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    exposed_name: str | None = None,
 ) -> ConfirmationView:
     """The confirmation for one call. `exposed_name`, if given, heads it as `[Tool: NAME]`."""
-    shown = shown_arguments(arguments)
+    shown = terminal_safe(shown_arguments(arguments))
     lines = []
     if exposed_name is not None:
-        lines.append(f"[Tool: {exposed_name}]")
+        lines.append(f"[Tool: {terminal_safe(exposed_name, one_line=True)}]")
     lines += [
         f"Server: {_quoted(server)}",
         f"Destination: {_quoted(destination)}",
@@ -83,9 +96,9 @@ def confirmation(
         APPROVAL_PROMPT,
     ]
     return ConfirmationView(
-        server=server,
-        destination=destination,
-        tool=tool,
+        server=terminal_safe(server, one_line=True),
+        destination=terminal_safe(destination, one_line=True),
+        tool=terminal_safe(tool, one_line=True),
         arguments=shown,
         warning=WARNING,
         text="\n".join(lines),
@@ -95,3 +108,8 @@ def confirmation(
 def is_approved(answer: str) -> bool:
     """Default deny: only "y" or "yes" (any case, surrounding blanks ignored) approves."""
     return answer.strip().lower() in ("y", "yes")
+
+
+def decide(answer: str) -> ApprovalDecision:
+    """What the person's answer at the prompt decides (APR-2: anything but yes denies)."""
+    return "approved" if is_approved(answer) else "denied"

@@ -6,7 +6,8 @@ covering initialize and the whole tools/list walk (DISC-3). Every way a server c
 server's `unavailable` status line and a closed transport; nothing a server does can stop
 the others (DISC-4). The limits are checked on the complete list, and a server that breaks
 any of them registers none of its tools (DISC-10). The result is fixed: nobody lists again
-or listens for `list_changed` (DISC-5).
+or listens for `list_changed` (DISC-5). A reason can quote what a server sent, so a status
+line is built from parts passed through `display.terminal_safe` on one line (HARD-1).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_host_conformance.reference_client import config, limits, naming, offering
+from mcp_host_conformance.reference_client.display import terminal_safe
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.rpc import RpcSession
 from mcp_host_conformance.reference_client.transports import McpError, Transport
@@ -35,15 +37,24 @@ class StatusLine:
     line: str
 
 
+def _one_line(text: str) -> str:
+    return terminal_safe(text, one_line=True)
+
+
 def connected_line(name: str, tools: int, destination: str) -> StatusLine:
-    return StatusLine(
-        name, True, tools, destination, None, f"MCP server {name}: {tools} tools from {destination}"
-    )
+    line = f"MCP server {_one_line(name)}: {tools} tools from {_one_line(destination)}"
+    return StatusLine(name, True, tools, destination, None, line)
 
 
 def unavailable_line(name: str, destination: str, reason: str) -> StatusLine:
+    reason = _one_line(reason)
     return StatusLine(
-        name, False, None, destination, reason, f"MCP server {name} unavailable: {reason}"
+        name,
+        False,
+        None,
+        destination,
+        reason,
+        f"MCP server {_one_line(name)} unavailable: {reason}",
     )
 
 

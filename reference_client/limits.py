@@ -3,7 +3,8 @@
 Strategy: one pure function decides whether a server's whole tool list is acceptable, so
 registration is all-or-nothing (DISC-10): the engine calls `check_tools` once on the
 complete list and registers nothing when it returns a reason. Sizes are the UTF-8 length
-of the compact JSON encoding (`json_size`), the decision REQUIREMENTS.md fixes.
+of the compact JSON encoding (`json_size`), as the requirements catalog decides for DISC-8
+and DISC-9 (harness/data/requirements.md).
 
 The definitions total (DISC-9) is the sum, over tools, of the compact JSON size of the
 object `{"name": ..., "description": ..., "inputSchema": ...}` made of those of the three
@@ -58,7 +59,7 @@ def _shown(name: str) -> str:
     return text if len(text) <= 80 else text[:77] + '..."'
 
 
-def check_tools(tools: list[dict]) -> str | None:
+def check_tools(tools: list[dict[str, Any]]) -> str | None:
     """The reason a server with this complete tools/list result is unavailable, or None."""
     try:
         return _check(tools)

@@ -17,13 +17,22 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["NAME_PATTERN", "PREFIX", "exposed_names", "is_valid_name"]
+__all__ = [
+    "DISALLOWED",
+    "MAX_LENGTH",
+    "NAME_PATTERN",
+    "PREFIX",
+    "exposed_names",
+    "hashed_name",
+    "is_valid_name",
+    "plain_name",
+]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PREFIX = "mcp_"
 MAX_LENGTH = 64
 _HASH_LENGTH = 8
-_DISALLOWED = re.compile(r"[^A-Za-z0-9_-]")
+DISALLOWED = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def is_valid_name(name: str) -> bool:
@@ -31,16 +40,18 @@ def is_valid_name(name: str) -> bool:
     return NAME_PATTERN.fullmatch(name) is not None
 
 
-def _raw_name(server: str, tool: str) -> str:
+def plain_name(server: str, tool: str) -> str:
+    """`mcp_<server>_<tool>`: the name a tool gets when it is valid and unique (EXP-1)."""
     return f"{PREFIX}{server}_{tool}"
 
 
-def _hashed_name(server: str, tool: str, attempt: int) -> str:
+def hashed_name(server: str, tool: str, attempt: int) -> str:
+    """A sanitised, shortened prefix plus a short hash of the exact pair (EXP-2)."""
     # The hash covers the exact pair with a separator no name can smuggle in, so
     # ("a_b", "c") and ("a", "b_c") hash differently although their raw names agree.
     material = f"{server}\0{tool}" if attempt == 0 else f"{server}\0{tool}\0{attempt}"
     digest = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
-    prefix = _DISALLOWED.sub("_", _raw_name(server, tool))
+    prefix = DISALLOWED.sub("_", plain_name(server, tool))
     prefix = prefix[: MAX_LENGTH - _HASH_LENGTH - 1]
     return f"{prefix}_{digest}"
 
@@ -54,13 +65,13 @@ def exposed_names(
     """
     pairs = sorted(set(tools))
     reserved_names = set(reserved)
-    raw_counts = Counter(_raw_name(server, tool) for server, tool in pairs)
+    raw_counts = Counter(plain_name(server, tool) for server, tool in pairs)
 
     result: dict[tuple[str, str], str] = {}
     taken = set(reserved_names)
     needs_hash: list[tuple[str, str]] = []
     for pair in pairs:
-        raw = _raw_name(*pair)
+        raw = plain_name(*pair)
         if is_valid_name(raw) and raw_counts[raw] == 1 and raw not in reserved_names:
             result[pair] = raw
             taken.add(raw)
@@ -72,10 +83,10 @@ def exposed_names(
     # pairs are sorted, so this is deterministic for the same set.
     for pair in needs_hash:
         attempt = 0
-        name = _hashed_name(*pair, attempt)
+        name = hashed_name(*pair, attempt)
         while name in taken:
             attempt += 1
-            name = _hashed_name(*pair, attempt)
+            name = hashed_name(*pair, attempt)
         result[pair] = name
         taken.add(name)
     return result

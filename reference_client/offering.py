@@ -8,6 +8,8 @@ why the function is not strict (strict mode would require rewriting the schema).
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["INSTRUCTIONS", "function_tool", "label"]
 
 INSTRUCTIONS = (
@@ -24,7 +26,7 @@ def label(server: str, tool: str) -> str:
     return f"[MCP server {server}, tool {tool}]"
 
 
-def function_tool(server: str, tool: dict, exposed_name: str) -> dict:
+def function_tool(server: str, tool: dict[str, Any], exposed_name: str) -> dict[str, Any]:
     name = tool.get("name", "")
     text = tool.get("description")
     note = (

@@ -6,13 +6,17 @@ an `Outcome` rather than an exception: malformed results are `failed` with a mes
 Binary data (images, audio, blobs) is replaced by a marker and never copied. Resource
 links are listed, never opened. An uncertain outcome is `unknown`, with a text telling
 the model the server may have acted and the call must not be retried automatically.
+
+The 64 KiB limit (RES-10) has one implementation, `limited_text`: a result's output is cut
+with it, and so is the function_call_output the model receives (`model_output`: a status
+line, then the output), so neither can ever pass the limit.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, TypeGuard, get_args
 
 __all__ = [
     "ACK_PROMPT",
@@ -22,21 +26,30 @@ __all__ = [
     "OUTPUT_LIMIT",
     "OUTPUT_LIMITED",
     "STATUSES",
+    "STATUS_PREFIX",
     "TRUNCATION_MARKER",
     "UNKNOWN",
     "Outcome",
+    "Status",
+    "block_text",
     "denied",
     "from_call_result",
     "from_rpc_error",
+    "is_status",
+    "limited_text",
+    "model_output",
+    "render_content",
     "unknown",
 ]
 
-COMPLETED = "completed"
-FAILED = "failed"
-DENIED = "denied"
-UNKNOWN = "unknown"
-OUTPUT_LIMITED = "output_limit"
-STATUSES = (COMPLETED, FAILED, DENIED, UNKNOWN, OUTPUT_LIMITED)
+Status = Literal["completed", "failed", "denied", "unknown", "output_limit"]
+COMPLETED: Final = "completed"
+FAILED: Final = "failed"
+DENIED: Final = "denied"
+UNKNOWN: Final = "unknown"
+OUTPUT_LIMITED: Final = "output_limit"
+STATUSES: tuple[Status, ...] = get_args(Status)
+STATUS_PREFIX = "Status: "  # the first line of every output the model receives
 
 OUTPUT_LIMIT = 64 * 1024
 TRUNCATION_MARKER = "\n... [output truncated at 64 KiB]"
@@ -49,10 +62,14 @@ ACK_PROMPT = (
 _MAX_LABEL = 100  # a mime type or URI a server sends is shown at most this long
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    status: str
+    status: Status
     output: str
+
+
+def is_status(value: object) -> TypeGuard[Status]:
+    return value in STATUSES
 
 
 def _size(text: str) -> int:
@@ -63,13 +80,28 @@ def _cut(text: str, limit: int) -> str:
     return text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
 
 
-def _limited(status: str, output: str) -> Outcome:
-    """Apply the 64 KiB limit: over it, the first part plus a marker, at most 64 KiB in all."""
-    if _size(output) <= OUTPUT_LIMIT:
-        return Outcome(status, output)
-    head = _cut(output, OUTPUT_LIMIT - _size(TRUNCATION_MARKER))
+def limited_text(text: str) -> tuple[str, bool]:
+    """`text` within the 64 KiB limit: as is, or its first part plus the truncation marker,
+    at most OUTPUT_LIMIT bytes of UTF-8 in all (never cut inside a character). The flag
+    says whether it was cut."""
+    if _size(text) <= OUTPUT_LIMIT:
+        return text, False
+    body = text.removesuffix(TRUNCATION_MARKER)  # an output cut before is not marked twice
+    return _cut(body, OUTPUT_LIMIT - _size(TRUNCATION_MARKER)) + TRUNCATION_MARKER, True
+
+
+def _limited(status: Status, output: str) -> Outcome:
+    text, cut = limited_text(output)
     # A failure stays a failure; its message is just shortened.
-    return Outcome(OUTPUT_LIMITED if status == COMPLETED else status, head + TRUNCATION_MARKER)
+    return Outcome(OUTPUT_LIMITED if cut and status == COMPLETED else status, text)
+
+
+def model_output(outcome: Outcome) -> str:
+    """The function_call_output text the model receives: a status line, then the output,
+    never over the 64 KiB limit."""
+    prefix = f"{STATUS_PREFIX}{outcome.status}\n"
+    text, _cut_off = limited_text(prefix + outcome.output)
+    return text
 
 
 def _label(value: Any, default: str) -> str:
@@ -83,7 +115,7 @@ class _Malformed(Exception):
     pass
 
 
-def _block_text(block: Any) -> tuple[str, bool]:
+def block_text(block: Any) -> tuple[str, bool]:
     """(text for one content block, whether it counts as text content)."""
     if not isinstance(block, dict):
         raise _Malformed("a content block is not a JSON object")
@@ -113,7 +145,8 @@ def _block_text(block: Any) -> tuple[str, bool]:
     return f"[{_label(kind, 'untyped')} content omitted]", False
 
 
-def _render(result: dict) -> str:
+def render_content(result: dict[str, Any]) -> str:
+    """The text of a CallToolResult's content blocks, in order (RES-1..RES-4)."""
     content = result.get("content", [])
     if content is None:
         content = []
@@ -122,7 +155,7 @@ def _render(result: dict) -> str:
     parts: list[str] = []
     has_text = False
     for block in content:
-        text, is_text = _block_text(block)
+        text, is_text = block_text(block)
         parts.append(text)
         has_text = has_text or is_text
     structured = result.get("structuredContent")
@@ -133,13 +166,13 @@ def _render(result: dict) -> str:
     return "\n".join(parts)
 
 
-def from_call_result(result: dict) -> Outcome:
+def from_call_result(result: Any) -> Outcome:
     """An MCP CallToolResult (as a dict) -> completed / failed / output_limit."""
     try:
         if not isinstance(result, dict):
             raise _Malformed("it is not a JSON object")
         is_error = result.get("isError", False)
-        output = _render(result)
+        output = render_content(result)
         if is_error is True:
             return _limited(FAILED, output or "The server reported an error without a message.")
         return _limited(COMPLETED, output)
@@ -149,7 +182,7 @@ def from_call_result(result: dict) -> Outcome:
         return Outcome(FAILED, "The server returned a tool result that cannot be read.")
 
 
-def from_rpc_error(error: dict) -> Outcome:
+def from_rpc_error(error: Any) -> Outcome:
     """A JSON-RPC error object -> failed, with the server's message."""
     try:
         message = error.get("message") if isinstance(error, dict) else None

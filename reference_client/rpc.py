@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp_host_conformance.reference_client.transports import McpError, ProtocolError, Transport
 
-PROTOCOL_VERSION = "2025-06-18"
+PROTOCOL_VERSION = "2025-11-25"  # its Streamable HTTP polling (SSE resumption) is implemented
 KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_PAGES = 16  # DISC-6 (same number as limits.MAX_PAGES)
 CLIENT_NAME = "mcp-reference-host"

@@ -11,8 +11,13 @@ by whether the tool still exists (SESS-4). A function_call left without its outp
 program died during the call) gets a synthesized `unknown` output so the history stays
 valid for the Responses API, which needs every call paired.
 
-Files are private (0600 in a 0700 directory): they hold what the user asked and what
-servers answered. Secrets are kept out by redacting before `append` (optionally here too).
+Files are private (0600 in a 0700 directory, whatever the umask): they hold what the user
+asked and what servers answered. Secrets are kept out by redacting before `append`
+(optionally here too). A session file is read as untrusted input: at most
+MAX_SESSION_BYTES, each record decoded by `untrusted_json`.
+
+`open_session` is the one way a front end (the command line, the adapter) gets its session:
+a new one, or a saved one reopened, with the notices to show the person.
 """
 
 from __future__ import annotations
@@ -23,19 +28,29 @@ import re
 import secrets
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_host_conformance.reference_client import results, untrusted_json
 from mcp_host_conformance.reference_client.config import private_dir
 from mcp_host_conformance.reference_client.redaction import Redactor
 
-__all__ = ["SessionError", "SessionLog", "list_sessions", "sessions_dir", "validate_item"]
+__all__ = [
+    "OpenedSession",
+    "SessionError",
+    "SessionLog",
+    "list_sessions",
+    "open_session",
+    "sessions_dir",
+    "validate_item",
+]
 
 APP_DIR = "mcp-reference-host"
+MAX_SESSION_BYTES = 256 * 1024 * 1024
 _ID_PATTERN = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
-INTERRUPTED_OUTPUT = (
-    "status: unknown. The session ended before this call's result was saved. The server may "
-    "have acted (the call may already have run). Do not retry this call automatically."
+INTERRUPTED_OUTPUT = results.model_output(
+    results.unknown("the session ended before this call's result was saved")
 )
 
 
@@ -83,8 +98,8 @@ def validate_item(item: Any) -> str | None:
             return "a function call without call_id or name"
         arguments = item.get("arguments")
         try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else None
-        except (ValueError, RecursionError):
+            parsed = untrusted_json.decode(arguments) if isinstance(arguments, str) else None
+        except untrusted_json.UntrustedJsonError:
             parsed = None
         if not isinstance(parsed, dict):
             return "a function call whose arguments are not a JSON object"
@@ -117,6 +132,7 @@ class SessionLog:
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
             except FileExistsError:
                 continue
+            os.fchmod(fd, 0o600)  # the umask may have taken bits away, even the owner's
             log = cls(session_id, path, redactor)
             log._fd = fd
             return log
@@ -132,15 +148,13 @@ class SessionLog:
                 "run `sessions` to list them"
             )
         path = sessions_dir(environ) / f"{session_id}.jsonl"
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise SessionError(f"no session {session_id}; run `sessions` to list them") from None
-        except OSError as exc:
-            raise SessionError(f"cannot read {path}: {exc.strerror}") from None
+        raw = _read_bounded(path, session_id)
         items, warnings = _parse(path, raw)
         private_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise SessionError(f"cannot write {path}: {exc.strerror}") from None
         os.fchmod(fd, 0o600)
         if raw and not raw.endswith(b"\n"):
             # Close the damaged last line so the next record starts on its own line.
@@ -172,6 +186,21 @@ class SessionLog:
         self.close()
 
 
+def _read_bounded(path: Path, session_id: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SESSION_BYTES + 1)
+    except FileNotFoundError:
+        raise SessionError(f"no session {session_id}; run `sessions` to list them") from None
+    except OSError as exc:
+        raise SessionError(f"cannot read {path}: {exc.strerror}") from None
+    if len(raw) > MAX_SESSION_BYTES:
+        raise SessionError(
+            f"{path} is larger than {MAX_SESSION_BYTES // (1024 * 1024)} MiB; it cannot be reopened"
+        )
+    return raw
+
+
 def _parse(path: Path, raw: bytes) -> tuple[list[dict], list[str]]:
     warnings: list[str] = []
     records: list[dict] = []
@@ -185,9 +214,9 @@ def _parse(path: Path, raw: bytes) -> tuple[list[dict], list[str]]:
             warnings.append(f"{path}:{number}: incomplete last record skipped (truncated write)")
             continue
         try:
-            item = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError):
-            warnings.append(f"{path}:{number}: damaged record skipped (not valid JSON)")
+            item = untrusted_json.decode(line)
+        except untrusted_json.UntrustedJsonError as exc:
+            warnings.append(f"{path}:{number}: damaged record skipped ({exc})")
             continue
         problem = validate_item(item)
         if problem:
@@ -247,3 +276,25 @@ def list_sessions(environ: Mapping[str, str]) -> list[tuple[str, Path]]:
         if _ID_PATTERN.match(path.stem) and path.is_file()
     ]
     return sorted(found)
+
+
+@dataclass
+class OpenedSession:
+    """A session ready for the engine: its log, the history to continue from, and what to
+    tell the person about it (reopened, damaged records skipped)."""
+
+    log: SessionLog
+    history: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def open_session(
+    environ: Mapping[str, str], resume: str | None, *, redactor: Redactor | None = None
+) -> OpenedSession:
+    """A new session, or the saved session `resume` reopened. Raises SessionError."""
+    if not resume:
+        return OpenedSession(SessionLog.create(environ, redactor=redactor))
+    log, history, warnings = SessionLog.open(environ, resume, redactor=redactor)
+    notices = [f"Resuming session {log.id} ({len(history)} items)."]
+    notices += [f"Warning: {warning}" for warning in warnings]
+    return OpenedSession(log, history, notices)

@@ -1,7 +1,9 @@
 """One question's turn: model -> approval -> call -> result -> model, until it answers.
 
 Strategy: `Conversation` owns the history (Responses input items) and walks the loop; the
-rules it enforces are each a few lines here, the texts come from the pure modules:
+texts come from the pure modules and the rules that span a turn or a session (TURN-1, the
+16-call limit; RETRY-2/3, the pending acknowledgement) from `turn_rules.TurnRules`, which
+the loop asks at each step. What stays here is the order of things:
 - APR-1/2/3: every MCP call gets its own confirmation and waits for it; anything but yes
   denies and nothing is sent; annotations are never looked at.
 - RES-*: the call runs once (RETRY-1) under the call timeout; timeout (RES-6), a connection
@@ -9,11 +11,12 @@ rules it enforces are each a few lines here, the texts come from the pure module
   garbled answer are `unknown`; a JSON-RPC error or `isError` is `failed`.
 - RES-11: each function_call of a reply gets exactly one function_call_output, in order,
   before the next model request, whatever happened.
-- TURN-1: at most 16 tool calls per turn, built-ins included; later calls get an output
-  saying the limit was reached, then the model is asked (tool_choice none) to finish.
-- RETRY-2/3: after an `unknown`, the next question waits for an acknowledgement; declined,
-  the question is not sent and the acknowledgement stays pending.
 - SESS-1 / CRED-3: every item is redacted, then shown, saved and sent.
+- HARD-1: whatever is shown passes `display.terminal_safe`; a server's output is shown as
+  an indented block, so it cannot draw a line that looks like one of the host's own.
+
+The public methods (`ask_approval`, `send_call`, `run_call`, `record`, `show`) are each one
+step of the loop, named for what they do: the broken clients of the zoo patch them.
 """
 
 from __future__ import annotations
@@ -25,23 +28,41 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mcp_host_conformance.reference_client import builtins, confirmation, offering, results
-from mcp_host_conformance.reference_client.confirmation import ConfirmationView
+from mcp_host_conformance.reference_client.confirmation import ApprovalDecision, ConfirmationView
 from mcp_host_conformance.reference_client.discovery import ConnectedServer, Discovery, OfferedTool
+from mcp_host_conformance.reference_client.display import (
+    answer_block,
+    server_block,
+    terminal_safe,
+)
 from mcp_host_conformance.reference_client.model import ModelClient, ModelError
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.rpc import RpcError
 from mcp_host_conformance.reference_client.transports import McpError, ProtocolError, parse_json
-
-MAX_CALLS_PER_TURN = 16  # TURN-1
-LIMIT_OUTPUT = (
-    f"Not executed: the limit of {MAX_CALLS_PER_TURN} tool calls per turn was reached. "
-    "Answer the user with what you have."
+from mcp_host_conformance.reference_client.turn_rules import (
+    LIMIT_OUTPUT,
+    TurnRules,
+    pending_in_history,
 )
+
+__all__ = [
+    "INSTRUCTIONS",
+    "UI",
+    "CallReport",
+    "Conversation",
+    "SessionSink",
+    "TurnReport",
+    "cancelled_outcome",
+    "outcome_of_call",
+    "timed_out_outcome",
+]
+
 SYSTEM_TEXT = (
     "You are the assistant of a terminal MCP host. Use the tools when they help; the user "
     "approves every MCP tool call."
 )
 INSTRUCTIONS = offering.INSTRUCTIONS + "\n\n" + SYSTEM_TEXT
+NOT_ACKNOWLEDGED = "Question not sent: the unknown call has not been acknowledged."
 
 
 class UI(Protocol):
@@ -55,8 +76,8 @@ class UI(Protocol):
 @dataclass
 class CallReport:
     tool: str  # the exposed name
-    status: str
-    output: str
+    status: results.Status
+    output: str  # as shown
 
 
 @dataclass
@@ -69,24 +90,7 @@ class TurnReport:
 
 
 class SessionSink(Protocol):
-    def append(self, item: dict) -> None: ...
-
-
-def _size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def tool_output(outcome: results.Outcome) -> str:
-    """The function_call_output text: status line plus output, never over 64 KiB (pure)."""
-    prefix = f"Status: {outcome.status}\n"
-    text = prefix + outcome.output
-    if _size(text) <= results.OUTPUT_LIMIT:
-        return text
-    marker = results.TRUNCATION_MARKER
-    body = outcome.output.removesuffix(marker)
-    room = results.OUTPUT_LIMIT - _size(prefix) - _size(marker)
-    cut = body.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-    return prefix + cut + marker
+    def append(self, item: dict[str, Any]) -> None: ...
 
 
 def redacted_view(view: ConfirmationView, redactor: Redactor) -> ConfirmationView:
@@ -100,27 +104,33 @@ class Conversation:
         self,
         *,
         model: ModelClient,
-        discovery: Discovery,
         ui: UI,
         redactor: Redactor,
         cwd: Path,
         call_timeout: float,
+        discovery: Discovery | None = None,
         session: SessionSink | None = None,
         history: list[dict[str, Any]] | None = None,
     ) -> None:
         self.model = model
-        self.discovery = discovery
         self.ui = ui
         self.redactor = redactor
         self.cwd = cwd
         self.call_timeout = call_timeout
         self.session = session
         self.history: list[dict[str, Any]] = list(history or [])  # resumed items, as loaded
-        self.pending_unknown = False
-        self.tools = redactor.redact_obj(
+        self.rules = TurnRules(pending_acknowledgement=pending_in_history(self.history))
+        self.discovery = Discovery()
+        self.tools: list[dict[str, Any]] = []
+        self.offer(discovery or Discovery())
+        self._cancel: asyncio.Event | None = None
+
+    def offer(self, discovery: Discovery) -> None:
+        """Fix the tools of this conversation: the built-ins and what discovery found."""
+        self.discovery = discovery
+        self.tools = self.redactor.redact_obj(
             [*builtins.DEFINITIONS, *(t.definition for t in discovery.offered.values())]
         )
-        self._cancel: asyncio.Event | None = None
 
     def cancel(self) -> None:
         """Interrupt the MCP call in flight (call on the loop's thread)."""
@@ -130,15 +140,15 @@ class Conversation:
     # ---- the turn ----------------------------------------------------------------------
     async def ask(self, question: str) -> TurnReport:
         report = TurnReport(question_sent=False)
-        if self.pending_unknown:
+        if self.rules.before_question() == "acknowledge":
             report.acknowledgements.append(results.ACK_PROMPT)
-            if not await self.ui.acknowledge(results.ACK_PROMPT):
-                self._show("Question not sent: the unknown call has not been acknowledged.")
+            accepted = await self.ui.acknowledge(terminal_safe(results.ACK_PROMPT))
+            if not self.rules.acknowledge(accepted):
+                self.show(NOT_ACKNOWLEDGED)
                 return report
-            self.pending_unknown = False
-        self._record({"type": "message", "role": "user", "content": question})
+        self.record({"type": "message", "role": "user", "content": question})
         report.question_sent = True
-        calls_made = 0
+        self.rules.start_turn()
         tool_choice: str | None = None
         while True:
             try:
@@ -146,34 +156,34 @@ class Conversation:
                     self.redactor.redact_obj(self.history), self.tools, INSTRUCTIONS, tool_choice
                 )
             except ModelError as exc:
-                self._show(f"Model request failed: {exc}")
+                self.show(f"Model request failed: {terminal_safe(str(exc), one_line=True)}")
                 return report
             for item in reply.items:
-                self._record(item)
+                self.record(item)
             if reply.text:
-                report.answer = self.redactor.redact(reply.text)
-                self._show(report.answer)
+                report.answer = terminal_safe(self.redactor.redact(reply.text))
+                self.show(answer_block(report.answer))
             if not reply.calls:
                 return report
             for call in reply.calls:
-                if calls_made >= MAX_CALLS_PER_TURN or tool_choice == "none":
-                    self._show(f"Tool call {call['name']} not executed: {LIMIT_OUTPUT}")
-                    output = LIMIT_OUTPUT
+                if self.rules.request_call() == "run":
+                    output = results.model_output(await self.run_call(call, report))
                 else:
-                    calls_made += 1
-                    output = tool_output(await self._run(call, report))
-                self._record(
+                    name = terminal_safe(call["name"], one_line=True)
+                    self.show(f"Tool call {name} not executed: {LIMIT_OUTPUT}")
+                    output = LIMIT_OUTPUT
+                self.record(
                     {"type": "function_call_output", "call_id": call["call_id"], "output": output}
                 )
-            if tool_choice == "none":
-                return (
-                    report  # asked to finish and still calling: the outputs go in the next request
-                )
-            if calls_made >= MAX_CALLS_PER_TURN:
+            step = self.rules.after_outputs()
+            if step == "stop":
+                return report  # asked to finish and still calling: outputs go next time
+            if step == "finish":
                 tool_choice = "none"
 
     # ---- one call ------------------------------------------------------------------------
-    async def _run(self, call: dict[str, Any], report: TurnReport) -> results.Outcome:
+    async def run_call(self, call: dict[str, Any], report: TurnReport) -> results.Outcome:
+        """One function call of the model, from its confirmation to its shown outcome."""
         name = call["name"]
         try:
             arguments = parse_json(call["arguments"], "arguments")
@@ -182,7 +192,7 @@ class Conversation:
         if name in builtins.NAMES:
             outcome = builtins.run(name, self.cwd, arguments)
             outcome = results.Outcome(outcome.status, self.redactor.redact(outcome.output))
-            self._show(f"Built-in {name}: {outcome.status}")
+            self.show(f"Built-in {name}: {outcome.status}")
             return outcome
         offered = self.discovery.offered.get(name)
         server = self.discovery.servers.get(offered.server) if offered else None
@@ -200,31 +210,31 @@ class Conversation:
                 offered.server,
                 server.destination,
                 offered.tool["name"],
-                arguments,
+                self.redactor.redact_obj(arguments),
                 exposed_name=name,
             )
             view = redacted_view(view, self.redactor)
-            if await self._approve(offered, view, report):
-                outcome = await self._call(server, offered.tool["name"], arguments)
+            if await self.ask_approval(offered, view, report) == "approved":
+                outcome = await self.send_call(server, offered.tool["name"], arguments)
             else:
                 outcome = results.denied()
         outcome = results.Outcome(outcome.status, self.redactor.redact(outcome.output))
-        if outcome.status == results.UNKNOWN:
-            self.pending_unknown = True
-        report.calls.append(CallReport(name, outcome.status, outcome.output))
+        self.rules.record_outcome(outcome.status)
+        report.calls.append(CallReport(name, outcome.status, terminal_safe(outcome.output)))
         shown_tool = offered.tool["name"] if offered else name
         where = f" on {offered.server}" if offered else ""
-        self._show(f"Tool {shown_tool}{where}: {outcome.status}\n{outcome.output}")
+        heading = terminal_safe(f"Tool {shown_tool}{where}: {outcome.status}", one_line=True)
+        self.show(f"{heading}\n{server_block(outcome.output)}")
         return outcome
 
-    async def _approve(
+    async def ask_approval(
         self, offered: OfferedTool, view: ConfirmationView, report: TurnReport
-    ) -> bool:
+    ) -> ApprovalDecision:
         """Show this call's own confirmation and wait for the answer (APR-1/2/3)."""
         report.confirmations.append(view)
-        return confirmation.is_approved(await self.ui.approve(view))
+        return confirmation.decide(await self.ui.approve(view))
 
-    async def _call(
+    async def send_call(
         self, server: ConnectedServer, tool: str, arguments: dict[str, Any]
     ) -> results.Outcome:
         """Send the call once and map what happens; never resend (RETRY-1)."""
@@ -242,20 +252,22 @@ class Conversation:
                 call.cancel()
             await asyncio.gather(call, cancelled, return_exceptions=True)
         if call in done and not call.cancelled():
-            return _outcome_of(call)
+            return outcome_of_call(call)
         if cancelled in done:
             return cancelled_outcome()
         return timed_out_outcome(self.call_timeout)
 
     # ---- output ------------------------------------------------------------------------
-    def _record(self, item: dict[str, Any]) -> None:
+    def record(self, item: dict[str, Any]) -> None:
+        """Add an item to the history and the session file, secrets removed (SESS-1)."""
         item = self.redactor.redact_obj(item)
         self.history.append(item)
         if self.session is not None:
             self.session.append(item)
 
-    def _show(self, text: str) -> None:
-        self.ui.show(self.redactor.redact(text))
+    def show(self, text: str) -> None:
+        """Show a line to the person: secrets removed, control characters neutralized."""
+        self.ui.show(terminal_safe(self.redactor.redact(text)))
 
 
 def timed_out_outcome(call_timeout: float) -> results.Outcome:
@@ -266,7 +278,8 @@ def cancelled_outcome() -> results.Outcome:
     return results.unknown("the user cancelled the call while it was running")  # RES-9
 
 
-def _outcome_of(call: asyncio.Future) -> results.Outcome:
+def outcome_of_call(call: asyncio.Future[Any]) -> results.Outcome:
+    """The outcome of a finished `call_tool` task: its result, or what its error means."""
     error = call.exception()
     if error is None:
         return results.from_call_result(call.result())

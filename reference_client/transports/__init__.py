@@ -20,11 +20,12 @@ whether the server may have received the request: if so, a failure at call time 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, Protocol
 
+from mcp_host_conformance.reference_client import untrusted_json
+
 MAX_MESSAGE_BYTES = 1024 * 1024  # NET-4: one protocol message or HTTP response
-MAX_DEPTH = 100  # JSON nesting accepted from a server; deeper is hostile, not a schema
+MAX_DEPTH = untrusted_json.MAX_DEPTH  # JSON nesting accepted from a server
 
 
 class McpError(Exception):
@@ -66,65 +67,13 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError("number out of range")
-    return value
-
-
-def _hostile_part(value: Any) -> str | None:
-    """What makes a decoded value unusable (too deep, lone surrogates), or None.
-
-    Iterative, so a hostile message cannot exhaust the stack here either. A lone surrogate
-    (legal as a JSON escape) could not be written to a session file or sent to the model.
-    """
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return "nested too deeply"
-        if isinstance(item, dict):
-            stack.extend((k, depth + 1) for k in item)
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "holding text that is not valid Unicode"
-    return None
-
-
 def parse_json(data: bytes | str, what: str = "message") -> Any:
-    """Decode untrusted JSON strictly: UTF-8, no NaN/Infinity, no numbers that overflow, at
-    most MAX_DEPTH deep. Raises ProtocolError with a short reason, never anything else."""
+    """Decode untrusted JSON (see `untrusted_json`). Raises ProtocolError with a short
+    reason, never anything else."""
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError:
-        raise ProtocolError(f"the server sent a {what} that is not valid UTF-8") from None
-    try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise ProtocolError(f"the server sent a {what} nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, huge ints, NaN
-        raise ProtocolError(
-            f"the server sent a {what} that is not valid JSON ({_short(exc)})"
-        ) from None
-    problem = _hostile_part(value)
-    if problem:
-        raise ProtocolError(f"the server sent a {what} {problem}")
-    return value
-
-
-def _short(exc: Exception) -> str:
-    text = str(exc)
-    return text if len(text) <= 120 else text[:117] + "..."
+        return untrusted_json.decode(data)
+    except untrusted_json.UntrustedJsonError as exc:
+        raise ProtocolError(f"the server sent a {what} {exc}") from None
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -12,15 +12,29 @@ Strategy: one `httpx.AsyncClient` per server, built so the rules hold by constru
 - `trust_env=False`: no proxy from the environment ever sees a request or its headers.
 - CRED-4: 401/403 become a reason that says OAuth is not supported and suggests a static
   header, without the value.
+- Headers HTTP cannot carry (a hand-edited configuration) make the server unavailable with
+  a reason, before any request (`config.header_problem`).
 Why not the SDK's client: see `transports/__init__.py`.
+
+SSE resumption (the 2025-11-25 revision's polling): a server may answer a request with an
+event stream, send a priming event (an event id, a `retry` field, no data) and close the
+stream before the response; the response then comes on a GET to the same URL carrying
+`Last-Event-ID`. So when a request's stream ends, gracefully or not, before its response,
+and the stream gave an event id, the transport waits the `retry` the server asked for
+(at most MAX_RETRY_SECONDS; DEFAULT_RETRY_SECONDS without one) and resumes with a GET, at
+most MAX_RESUMPTIONS times. Resuming is not resending: the request itself is POSTed once
+(RETRY-1). Whatever ends the wait (a stream without an id to resume from, a GET the server
+refuses, the attempts spent) is a TransportError that says the server may have acted, so
+a call ends `unknown`; the call and connect timeouts, applied by the callers, bound it all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,19 +42,23 @@ from urllib.parse import urlsplit
 import certifi
 import httpx
 
-from mcp_host_conformance.reference_client.config import url_refusal
+from mcp_host_conformance.reference_client.config import header_problem, url_refusal
 from mcp_host_conformance.reference_client.transports import (
     MAX_MESSAGE_BYTES,
+    McpError,
     MessageTooLarge,
     ProtocolError,
     TransportError,
     encode,
     parse_json,
 )
+from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 ACCEPT = "application/json, text/event-stream"
 CLOSE_TIMEOUT = 2.0  # seconds for the DELETE that ends the session; best effort
-_EOL = re.compile(rb"\r\n|\r|\n")
+MAX_RESUMPTIONS = 8  # GETs with Last-Event-ID for one request
+DEFAULT_RETRY_SECONDS = 1.0  # when the stream named no `retry`
+MAX_RETRY_SECONDS = 60.0  # a larger `retry` is waited this long (the timeouts bound it anyway)
 _SESSION_ID = re.compile(r"^[\x21-\x7e]{1,256}$")
 
 CREDENTIALS_REJECTED = (
@@ -110,6 +128,22 @@ def pick_response(value: Any, request_id: Any) -> dict[str, Any] | None:
     return None
 
 
+def retry_delay(retry_ms: int | None) -> float:
+    """Seconds to wait before resuming a stream: the server's `retry`, within bounds (pure)."""
+    if retry_ms is None:
+        return DEFAULT_RETRY_SECONDS
+    return min(retry_ms / 1000.0, MAX_RETRY_SECONDS)
+
+
+def headers_refusal(headers: Mapping[str, str]) -> str | None:
+    """Why the configured headers cannot be sent, or None (the value is never quoted)."""
+    for name, value in headers.items():
+        problem = header_problem(name, value)
+        if problem:
+            return f"{problem}; remove the server and add it again"
+    return None
+
+
 class HttpTransport:
     def __init__(self, url: str, headers: dict[str, str], *, ca_file: Path | None = None) -> None:
         self.url = url
@@ -122,7 +156,7 @@ class HttpTransport:
 
     # ---- lifecycle --------------------------------------------------------------------
     async def connect(self) -> None:
-        refusal = url_refusal(self.url)
+        refusal = url_refusal(self.url) or headers_refusal(self._headers)
         if refusal:
             raise TransportError(refusal, maybe_acted=False)
         self._client = http_client(self._ca_file)
@@ -148,33 +182,105 @@ class HttpTransport:
     # ---- messages ---------------------------------------------------------------------
     async def request(self, message: dict[str, Any]) -> dict[str, Any]:
         request_id = message.get("id")
+        stream = SseParser(limit=MAX_MESSAGE_BYTES)
         response = await self._post(message)
         try:
             self._check(response)
             if response.status_code == 202:
                 raise ProtocolError("the server accepted the request but sent no response")
-            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            kind = _content_type(response)
             if kind == "application/json":
-                body = await self._read_body(response)
+                try:
+                    body = await self._read_body(response)
+                except httpx.HTTPError as exc:
+                    raise TransportError(
+                        f"connection lost while reading the response ({type(exc).__name__})"
+                    ) from None
                 found = pick_response(parse_json(body, "response"), request_id)
                 if found is None:
                     raise ProtocolError("the server's response does not answer the request")
                 return found
-            if kind == "text/event-stream":
-                async for data in sse_messages(response.aiter_raw()):
-                    found = pick_response(parse_json(data, "SSE message"), request_id)
-                    if found is not None:
-                        return found
-                raise TransportError("the event stream ended without a response")
-            raise ProtocolError(
-                f"the server answered with an unexpected content type {kind[:60]!r}"
-            )
-        except httpx.HTTPError as exc:
-            raise TransportError(
-                f"connection lost while reading the response ({type(exc).__name__})"
-            ) from None
+            if kind != "text/event-stream":
+                raise ProtocolError(
+                    f"the server answered with an unexpected content type {kind[:60]!r}"
+                )
+            found, lost = await self._read_events(response, request_id, stream)
+            if found is not None:
+                return found
         finally:
             await response.aclose()
+        return await self._resume(request_id, stream, lost)
+
+    async def _read_events(
+        self, response: httpx.Response, request_id: Any, stream: SseParser
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """The response to `request_id` from an event stream, or None and why the stream
+        ended without it (None when it was closed gracefully)."""
+        stream.restart()
+        try:
+            async for chunk in response.aiter_raw():
+                for event in stream.feed(chunk):
+                    if event.event != "message" or not event.data.strip():
+                        continue  # a priming event, or one of another type
+                    found = pick_response(parse_json(event.data, "SSE message"), request_id)
+                    if found is not None:
+                        return found, None
+        except httpx.HTTPError as exc:
+            return None, f"connection lost while reading the response ({type(exc).__name__})"
+        return None, None
+
+    async def _resume(self, request_id: Any, stream: SseParser, lost: str | None) -> dict[str, Any]:
+        """Resume the request's stream with GET + Last-Event-ID until its response comes."""
+        ended = lost or "the event stream ended without a response"
+        for _attempt in range(MAX_RESUMPTIONS):
+            event_id = stream.last_event_id
+            if event_id is None:
+                raise TransportError(f"{ended}, and the server gave no event id to resume it")
+            await asyncio.sleep(retry_delay(stream.retry_ms))
+            response = await self._get_stream(event_id)
+            try:
+                found, lost = await self._read_events(response, request_id, stream)
+            finally:
+                await response.aclose()
+            if found is not None:
+                return found
+            ended = lost or "the resumed event stream ended without a response"
+        raise TransportError(
+            f"{ended}; the stream was resumed {MAX_RESUMPTIONS} times without the response"
+        )
+
+    async def _get_stream(self, event_id: str) -> httpx.Response:
+        """The GET that resumes a stream. Any failure means the server may have acted."""
+        if self._client is None:
+            raise TransportError("not connected")
+        headers = self._request_headers()
+        del headers["content-type"]
+        headers["accept"] = "text/event-stream"
+        headers["last-event-id"] = event_id
+        request = self._client.build_request("GET", self.url, headers=headers)
+        try:
+            response = await self._client.send(request, stream=True)
+        except (httpx.HTTPError, OSError) as exc:
+            raise TransportError(
+                f"the response stream could not be resumed: connection failed "
+                f"({type(exc).__name__})"
+            ) from None
+        problem: str | None = None
+        if response.status_code != 200:
+            problem = (
+                f"the server refused to resume the response stream (HTTP {response.status_code})"
+            )
+        elif _content_type(response) != "text/event-stream":
+            problem = "the server resumed the response stream with something else than events"
+        else:
+            try:
+                self._check(response)
+            except McpError as exc:
+                problem = str(exc)
+        if problem is not None:
+            await response.aclose()
+            raise TransportError(problem)
+        return response
 
     async def notify(self, message: dict[str, Any]) -> None:
         response = await self._post(message)
@@ -238,6 +344,10 @@ class HttpTransport:
         return b"".join(chunks)
 
 
+def _content_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 def _reason(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."
@@ -247,35 +357,10 @@ async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The data of each `message` event of an SSE stream, at most 1 MiB each (NET-4).
 
     A line or event past the limit raises MessageTooLarge before it is buffered whole; an
-    incomplete event at the end of the stream is dropped (as the SSE spec says).
+    incomplete event at the end of the stream is dropped (as the SSE standard says).
     """
-    buffer = b""
-    data: list[bytes] = []
-    size = 0
-    event = b"message"
+    parser = SseParser(limit=MAX_MESSAGE_BYTES)
     async for chunk in chunks:
-        buffer += chunk
-        while True:
-            end = _EOL.search(buffer)
-            if end is None or (end.group() == b"\r" and end.end() == len(buffer)):
-                break  # no whole line yet (a lone \r at the end may be half of \r\n)
-            line, buffer = buffer[: end.start()], buffer[end.end() :]
-            if not line:
-                if data and event == b"message":
-                    yield b"\n".join(data)
-                data, size, event = [], 0, b"message"
-                continue
-            if line.startswith(b":"):
-                continue
-            name, _, value = line.partition(b":")
-            if value.startswith(b" "):
-                value = value[1:]
-            if name == b"data":
-                data.append(value)
-                size += len(value) + 1
-                if size > MAX_MESSAGE_BYTES:
-                    raise MessageTooLarge("SSE message")
-            elif name == b"event":
-                event = value
-        if size + len(buffer) > MAX_MESSAGE_BYTES:
-            raise MessageTooLarge("SSE message")
+        for event in parser.feed(chunk):
+            if event.event == "message":
+                yield event.data

@@ -9,7 +9,10 @@ argument of `create_subprocess_exec`:
 - STDIO-4: `stderr=DEVNULL`: a flood on stderr can neither block us nor be shown;
 - NET-4: the stdout reader's line limit is 1 MiB; a longer line abandons the process;
 - STDIO-5: `close` closes stdin, SIGTERMs the group, waits briefly, SIGKILLs the group and
-  waits for the child, so nothing is left running and no zombie remains.
+  waits for the child, so nothing is left running and no zombie remains. While it waits it
+  drains and discards the child's stdout: a server that flooded it leaves the pipe full and
+  its reader paused, and then the pipe never reports its end, `wait` never returns and the
+  pipe is collected after the event loop closed ("Event loop is closed" at exit).
 One request is in flight at a time (a lock); lines that do not answer it (notifications,
 late answers to a request that timed out) are skipped, requests from the server are
 refused, so a timed-out call can never be mistaken for the next one.
@@ -35,6 +38,8 @@ from mcp_host_conformance.reference_client.transports.http import same_id
 
 INHERITED = ("PATH", "HOME", "LANG")  # STDIO-2: the only variables taken from the host
 TERM_GRACE = 0.5  # seconds between SIGTERM and SIGKILL
+KILL_WAIT = 5.0  # seconds to wait for the pipes to end after SIGKILL
+_DRAIN_CHUNK = 64 * 1024
 
 
 def child_environment(
@@ -99,6 +104,12 @@ class StdioTransport:
         except OSError as exc:
             raise TransportError(
                 f"cannot start {self.command}: {exc.strerror or type(exc).__name__}",
+                maybe_acted=False,
+            ) from None
+        except ValueError:  # a NUL in the command, an argument or a variable
+            raise TransportError(
+                f"cannot start {self.command}: the command line or a variable holds a NUL "
+                "character",
                 maybe_acted=False,
             ) from None
 
@@ -182,17 +193,47 @@ class StdioTransport:
                 process.stdin.close()
             except (BrokenPipeError, ConnectionResetError):
                 pass
-        _signal_group(process.pid, signal.SIGTERM)
+        drain = asyncio.ensure_future(_discard_output(process))
         try:
-            await asyncio.wait_for(process.wait(), TERM_GRACE)
-        except TimeoutError:
+            signal_group(process.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), TERM_GRACE)
+            except TimeoutError:
+                pass
+            # Also after the leader exited: children it left in its group die with it.
+            signal_group(process.pid, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(process.wait(), KILL_WAIT)
+            except TimeoutError:
+                # The child is dead (SIGKILL) but something outside its group holds its
+                # stdout open: stop listening to the pipe ourselves.
+                _close_pipes(process)
+        finally:
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
+
+
+async def _discard_output(process: asyncio.subprocess.Process) -> None:
+    """Read and drop the child's stdout until it ends, so the pipe can report its end."""
+    if process.stdout is None:
+        return
+    try:
+        while await process.stdout.read(_DRAIN_CHUNK):
             pass
-        # Also after the leader exited: children it left in its group die with it.
-        _signal_group(process.pid, signal.SIGKILL)
-        await process.wait()
+    except (ConnectionResetError, BrokenPipeError, ValueError):
+        pass
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    # asyncio offers no public way to close a child's pipes short of the transport, which
+    # Process keeps in a private attribute; closing it is what `wait` was waiting for.
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to a stdio server's process group (its own, STDIO-3); gone is fine."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):

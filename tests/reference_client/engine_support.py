@@ -119,3 +119,44 @@ class ScriptedUI:
     @property
     def text(self) -> str:
         return "\n".join(self.shown)
+
+
+class StreamingHttpServer:
+    """A loopback HTTP/1.1 server that answers every request with `head` and then writes
+    `chunk` (chunked encoding) until the client hangs up or `limit` bytes are sent, counting
+    what it sent: for clients that must stop reading early."""
+
+    def __init__(self, head: bytes, chunk: bytes, limit: int = 1 << 34) -> None:
+        self.head = head
+        self.chunk = chunk
+        self.limit = limit
+        self.sent = 0
+        self.done = threading.Event()  # the client hung up (or the limit was reached)
+        self._server = RawHttpServer(lambda request: None)
+        self._server._handle = self._handle  # type: ignore[method-assign]
+
+    @property
+    def url(self) -> str:
+        return self._server.url.removesuffix("/mcp")
+
+    def __enter__(self) -> StreamingHttpServer:
+        self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.__exit__(*exc)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(self.head)
+            framed = f"{len(self.chunk):x}\r\n".encode() + self.chunk + b"\r\n"
+            while self.sent < self.limit:
+                writer.write(framed)
+                await writer.drain()
+                self.sent += len(self.chunk)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.done.set()
+            writer.close()

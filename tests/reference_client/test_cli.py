@@ -167,7 +167,7 @@ def test_chat_needs_a_model_key(environ):
 
 
 def test_chat_resume_unknown_session(environ):
-    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.engine")
     code, out = run(
         ["chat", "--resume", "20260101-000000-abcdef"], {**environ, "OPENAI_API_KEY": "k"}
     )
@@ -175,7 +175,7 @@ def test_chat_resume_unknown_session(environ):
 
 
 def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
-    pytest.importorskip("mcp_host_conformance.reference_client.host")
+    pytest.importorskip("mcp_host_conformance.reference_client.engine")
     http_server = pytest.importorskip("mcp_host_conformance.mocks.http_server")
     responses = pytest.importorskip("mcp_host_conformance.mocks.responses")
     model_script = pytest.importorskip("mcp_host_conformance.mocks.model_script")
@@ -215,3 +215,110 @@ def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
         body = model.journal.entries(kind="http")[-1].extra["body"]
         kinds = [item.get("type") for item in body["input"]]
         assert "function_call" in kinds and "function_call_output" in kinds
+
+
+# ---- a user's mistakes, answered (hardening) -------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "-1", "0", "1e9", "ten", ""])
+@pytest.mark.parametrize("flag", ["--connect-timeout", "--call-timeout"])
+def test_timeouts_must_be_positive_finite_seconds(environ, flag, value):
+    code, out = run(["chat", f"{flag}={value}"], {**environ, "OPENAI_API_KEY": "k"}, "/exit\n")
+    assert code == 2, out
+    assert flag in out and "greater than 0" in out and out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("notaurl", "https://"),
+        ("docs.example.com/mcp", "no scheme"),
+        ("http://127.0.0.1:99999/mcp", "port"),
+        ("https://docs.example.com:0/mcp", "port"),
+        ("https://exa mple.com/mcp", "space"),
+        ("https://docs.example.com/m\x1b[2Jcp", "control character"),
+        ("https://docs.\u202eexample.com/mcp", "control character"),
+        ("https://a..b/mcp", "host name"),
+        ("https:///mcp", "no host"),
+        ("gopher://docs.example.com/mcp", "scheme"),
+    ],
+)
+def test_bad_urls_are_refused_at_add_saying_what_is_wrong(environ, url, says):
+    code, out = run(["mcp", "add", "d", url], environ)
+    assert code == 2, out
+    assert says in out and out.count("\n") == 1
+    assert "\x1b" not in out and "\u202e" not in out
+    assert ConfigStore(environ).load() == []
+
+
+def test_notaurl_message_names_both_schemes(environ):
+    code, out = run(["mcp", "add", "d", "notaurl"], environ)
+    assert code == 2 and "https://" in out and "http://" in out and "loopback" in out
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Bearer caf\u00e9", "tab\there", "line\nbreak", "nul\x00", "bell\x07", "del\x7f", "\u202e"],
+)
+def test_header_values_http_cannot_carry_are_refused_at_add(environ, value):
+    env = {**environ, "BAD": value}
+    code, out = run(["mcp", "add", "d", "https://d.example/mcp", "--header-from-env", "K=BAD"], env)
+    assert code == 2, out
+    assert "header K" in out and "visible ASCII" in out or "line break" in out
+    assert value not in out
+    assert ConfigStore(environ).load() == []
+    if "\n" not in value:  # typed at the prompt, a line ends at the line break
+        code, out = run(
+            ["mcp", "add", "d", "https://d.example/mcp", "--header", "K"], environ, value + "\n"
+        )
+        assert code == 2 and ConfigStore(environ).load() == []
+
+
+@pytest.mark.parametrize("name", ["X-Key\n", "X Key", "X:Key", "K\u00e9y", ""])
+def test_header_names_must_be_tokens(environ, name):
+    env = {**environ, "V": "value"}
+    code, out = run(
+        ["mcp", "add", "d", "https://d.example/mcp", "--header-from-env", f"{name}=V"], env
+    )
+    assert code == 2, out
+    assert ConfigStore(environ).load() == []
+
+
+def test_a_bad_header_in_a_hand_edited_file_makes_the_server_unavailable(environ, tmp_path):
+    from mcp_host_conformance.reference_client.discovery import discover
+    from mcp_host_conformance.reference_client.redaction import Redactor
+    from tests.reference_client.engine_support import run as run_async
+
+    server = HttpServerConfig("d", "http://127.0.0.1:9/mcp", {"K": "caf\u00e9-secret"})
+    found = run_async(
+        discover([server], environ={}, connect_timeout=2.0, redactor=Redactor(["caf\u00e9-secret"]))
+    )
+    [status] = found.statuses
+    assert not status.connected and "header K" in status.reason
+    assert "caf" not in status.line
+
+
+def test_files_and_directories_are_private_whatever_the_umask(tmp_path):
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    script = (
+        "import io, os, sys\n"
+        "os.umask(0)\n"
+        "from mcp_host_conformance.reference_client.cli import main\n"
+        "from mcp_host_conformance.reference_client.sessions import SessionLog\n"
+        "env = {'HOME': sys.argv[1], 'K': 'secret-value'}\n"
+        "out = io.StringIO()\n"
+        "code = main(['mcp', 'add', 'd', 'https://d.example/mcp', '--header-from-env', 'X=K'],"
+        " environ=env, stdout=out)\n"
+        "assert code == 0, out.getvalue()\n"
+        "SessionLog.create(env).close()\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(home)], check=True, timeout=60)
+    made = [p for p in home.rglob("*")]
+    assert {p.relative_to(home).parts[0] for p in made} == {".config", ".local"}
+    for path in made:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), f"{path}: {oct(mode)}"

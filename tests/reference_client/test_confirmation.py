@@ -8,8 +8,11 @@ from mcp_host_conformance.reference_client.confirmation import (
     ARGUMENTS_LIMIT,
     CUT_MARKER,
     confirmation,
+    decide,
     is_approved,
+    shown_arguments,
 )
+from mcp_host_conformance.reference_client.display import terminal_safe
 
 
 def test_layout_matches_seed():
@@ -58,6 +61,23 @@ def test_is_approved_default_deny():
         assert is_approved(yes)
     for no in ("", "\n", "n", "no", "yy", "ye", "sure", "y es"):
         assert not is_approved(no)
+        assert decide(no) == "denied"
+    assert decide(" Yes ") == "approved"
+
+
+def test_hostile_names_and_arguments_cannot_reach_the_terminal_raw():
+    view = confirmation(
+        "docs",
+        "https://d/mcp",
+        "evil\x1b]0;pwned\x07\u202etxt.exe",
+        {"q": "\x9b2J\u202e", "\x1b[2J": 1},
+        exposed_name="mcp_docs_evil",
+    )
+    for field in (view.text, view.tool, view.arguments):
+        assert not any(c in field for c in "\x1b\x07\x9b\u202e"), field
+    assert "<U+202E>" in view.tool and "\\x1b" in view.tool
+    assert view.text.count("\n") == len(view.text.splitlines()) - 1
+    assert view.text.endswith(APPROVAL_PROMPT)
 
 
 json_values = st.recursive(
@@ -76,13 +96,17 @@ json_values = st.recursive(
 def test_cut_rule_for_any_arguments(args, pad_char, pad_length):
     # The padding takes the arguments across the 2 KiB boundary (1 to 4 bytes a character).
     args = {**args, "pad": pad_char * pad_length}
-    view = confirmation("s", "d", "t", args)
+    cut = shown_arguments(args)
     full = json.dumps(args, indent=2, ensure_ascii=False)
     is_cut = len(full.encode()) > ARGUMENTS_LIMIT
-    assert (CUT_MARKER in view.arguments) == is_cut
+    assert (CUT_MARKER in cut) == is_cut
     if is_cut:
-        shown = view.arguments[: -len(CUT_MARKER)].removesuffix("\n")
+        shown = cut[: -len(CUT_MARKER)].removesuffix("\n")
         assert len(shown.encode()) <= ARGUMENTS_LIMIT
         assert full.startswith(shown)
     else:
-        assert view.arguments == full
+        assert cut == full
+    # What the person sees is that text with control characters neutralized (HARD-1).
+    view = confirmation("s", "d", "t", args)
+    assert view.arguments == terminal_safe(cut)
+    assert view.arguments in view.text

@@ -17,7 +17,7 @@ from mcp_host_conformance.mocks.model_script import Step, function_call_outputs
 from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
 from mcp_host_conformance.reference_client.discovery import discover
-from mcp_host_conformance.reference_client.host import Host
+from mcp_host_conformance.reference_client.engine import HostEngine
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.transports import parse_json
 from tests.reference_client.engine_support import RawHttpServer, ScriptedUI, http_answer, run
@@ -180,7 +180,7 @@ def test_hostile_call_answers_give_failed_or_unknown(
     ui = ScriptedUI(approvals=["y"])
     with RawHttpServer(hostile({"tools/call": call_body})) as server, MockResponses() as model:
         model.script([Step.call(server="evil", tool="t", arguments={}), Step.text("fine")])
-        host = Host(
+        host = HostEngine(
             [HttpServerConfig("evil", server.url, {"Authorization": SECRET})],
             model_url=model.url,
             model_key=model.api_key,

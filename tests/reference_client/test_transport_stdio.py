@@ -141,3 +141,84 @@ def test_close_kills_a_server_that_ignores_sigterm(tmp_path) -> None:
 
     pid = run(go())
     assert process_state(pid) == "gone"
+
+
+# ---- a server that floods its output (hardening) ----------------------------------------
+
+FLOODER = """\
+import json, os, signal, sys
+mode = sys.argv[1]
+if "stubborn" in mode:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if mode.startswith("early"):
+    while True:
+        os.write(1, b"x" * 65536)  # one endless line, before any answer
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {},
+                  "serverInfo": {"name": "f", "version": "1"}}
+    else:
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+    sys.stdout.flush()
+    if message["method"] == "tools/list":
+        while True:
+            os.write(2 if mode.startswith("stderr") else 1, b"y" * 65536)
+"""
+
+FLOOD_MODES = ["early", "early-stubborn", "stdout", "stdout-stubborn", "stderr-stubborn"]
+
+
+@pytest.mark.parametrize("mode", FLOOD_MODES)
+def test_close_after_a_flood_returns_and_reaps(tmp_path, mode: str) -> None:
+    script = tmp_path / "flood.py"
+    script.write_text(FLOODER)
+    transport = StdioTransport(sys.executable, [str(script), mode], {}, host_environ=HOST_ENV)
+
+    async def go() -> int | None:
+        session = RpcSession(transport)
+        await transport.connect()
+        try:
+            await session.initialize()
+            await session.list_tools()
+        except MessageTooLarge:
+            assert mode.startswith("early")
+        pid = transport.pid
+        await transport.close()
+        return pid
+
+    pid = run(go(), timeout=30)
+    assert pid is not None and process_state(pid) == "gone"
+
+
+@pytest.mark.parametrize("mode", FLOOD_MODES)
+def test_chat_exits_cleanly_after_a_server_flooded(tmp_path, mode: str) -> None:
+    import subprocess
+
+    script = tmp_path / "flood.py"
+    script.write_text(FLOODER)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "HOME": str(home),
+        "PATH": HOST_ENV["PATH"],
+        "OPENAI_API_KEY": "k",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # never asked: the session only starts
+    }
+    program = [sys.executable, "-m", "mcp_host_conformance.reference_client"]
+    add = [*program, "mcp", "add", "f", f"--command={sys.executable}", f"--arg={script}"]
+    subprocess.run([*add, f"--arg={mode}"], env=env, check=True, timeout=60)
+    done = subprocess.run(
+        [*program, "chat", "--connect-timeout", "5"],
+        env=env,
+        input=b"/exit\n",
+        capture_output=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr == b"", done.stderr.decode()  # no "Exception ignored ... loop is closed"
+    assert b"MCP server f" in done.stdout

@@ -16,8 +16,8 @@ from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 from mcp_host_conformance.reference_client import results
 from mcp_host_conformance.reference_client.config import HttpServerConfig
-from mcp_host_conformance.reference_client.host import Host
-from mcp_host_conformance.reference_client.turn import LIMIT_OUTPUT, MAX_CALLS_PER_TURN, tool_output
+from mcp_host_conformance.reference_client.engine import HostEngine
+from mcp_host_conformance.reference_client.turn_rules import LIMIT_OUTPUT, MAX_CALLS_PER_TURN
 from tests.reference_client.engine_support import ScriptedUI, run
 
 SECRET = "canary-Hdr-7731-secret"
@@ -53,8 +53,8 @@ async def session_with(
     history: list[dict] | None = None,
     session: ListSession | None = None,
     during: Any = None,
-) -> tuple[Host, list]:
-    host = Host(
+) -> tuple[HostEngine, list]:
+    host = HostEngine(
         [HttpServerConfig("docs", mock.url, {"Authorization": SECRET})],
         model_url=model.url,
         model_key=model.api_key,
@@ -190,7 +190,7 @@ def test_user_cancel_gives_unknown(tmp_path: Path) -> None:
     with HttpMock(spec(stall=["tools/call"])) as mock, MockResponses() as model:
         model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
 
-        def cancel_when_sent(host: Host) -> None:
+        def cancel_when_sent(host: HostEngine) -> None:
             mock.journal.wait_for("tools/call", timeout=5)
             host.cancel()
 
@@ -279,7 +279,7 @@ def test_resumed_history_is_sent_first_and_nothing_is_called(tmp_path: Path) -> 
 
 def test_tool_output_never_exceeds_the_limit() -> None:
     body = "x" * (results.OUTPUT_LIMIT - len(results.TRUNCATION_MARKER)) + results.TRUNCATION_MARKER
-    text = tool_output(results.Outcome(results.OUTPUT_LIMITED, body))
+    text = results.model_output(results.Outcome(results.OUTPUT_LIMITED, body))
     assert len(text.encode()) <= results.OUTPUT_LIMIT and text.endswith(results.TRUNCATION_MARKER)
     assert text.startswith("Status: output_limit\n")
 

@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     apply(BROKEN[argv[0]])
-    from mcp_host_conformance.reference_client.cli import main as reference_main
+    from mcp_host_conformance.reference_client.launcher import main as reference_main
 
     return reference_main(argv[1:])
 

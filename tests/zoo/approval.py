@@ -7,14 +7,14 @@ import dataclasses
 from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
 def _yes_for_the_turn(original):
     async def approve(self, offered, view, report):
         if getattr(report, "zoo_approved", False):
-            return True  # one yes approves the rest of the turn
-        approved = await original(self, offered, view, report)
-        report.zoo_approved = approved
-        return approved
+            return "approved"  # one yes approves the rest of the turn
+        decision = await original(self, offered, view, report)
+        report.zoo_approved = decision == "approved"
+        return decision
 
     return approve
 
@@ -27,22 +27,22 @@ def _empty_is_yes(original):
     return is_approved
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
 def _skip_read_only(original):
     async def approve(self, offered, view, report):
         if (offered.tool.get("annotations") or {}).get("readOnlyHint") is True:
-            return True
+            return "approved"
         return await original(self, offered, view, report)
 
     return approve
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
 def _never_ask(original):
     del original
 
     async def approve(self, offered, view, report):
-        return True
+        return "approved"
 
     return approve
 
@@ -57,7 +57,7 @@ def _exposed_name(original):
     return confirmation
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._approve")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
 def _headers_in_confirmation(original):
     async def approve(self, offered, view, report):
         server = self.discovery.servers[offered.server]

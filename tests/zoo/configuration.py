@@ -50,7 +50,7 @@ def _project_servers(cwd: Path) -> list:
     return found
 
 
-@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
 def _read_project_config(original):
     def init(self, servers, **options):
         original(self, [*servers, *_project_servers(Path(options["cwd"]))], **options)
@@ -83,16 +83,16 @@ class _NoRedaction:
         return text
 
 
-@replaced("mcp_host_conformance.reference_client.cli._list")
+@replaced("mcp_host_conformance.reference_client.server_commands.list_servers")
 def _list_with_values(original):
     from unittest import mock
 
-    from mcp_host_conformance.reference_client import cli
+    from mcp_host_conformance.reference_client import server_commands
 
     def list_(environ, stdout):
         with (
-            mock.patch.object(cli, "destination", _destination_with_values),
-            mock.patch.object(cli, "Redactor", _NoRedaction),
+            mock.patch.object(server_commands, "destination", _destination_with_values),
+            mock.patch.object(server_commands, "Redactor", _NoRedaction),
         ):
             return original(environ, stdout)
 

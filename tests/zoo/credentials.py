@@ -40,7 +40,7 @@ def _env_to_all(original):
     return discover
 
 
-@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
 def _headers_to_model(original):
     from mcp_host_conformance.reference_client.config import HttpServerConfig
 
@@ -96,7 +96,7 @@ class _NotATerminal:
 
 
 @replaced(
-    "mcp_host_conformance.reference_client.cli.read_secret"
+    "mcp_host_conformance.reference_client.server_commands.read_secret"
 )  # the name `mcp add` reads secrets through
 def _echoed_secret(original):
     def read_secret(prompt, *, stdin, stdout):
@@ -158,7 +158,10 @@ CLIENTS = [
                 "mcp_host_conformance.reference_client.transports.http.url_refusal",
                 lambda url: None,
             ),
-            constant("mcp_host_conformance.reference_client.cli.url_refusal", lambda url: None),
+            constant(
+                "mcp_host_conformance.reference_client.server_commands.url_refusal",
+                lambda url: None,
+            ),
         ),
         target="NET-1",
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcp_host_conformance.zoo.client import BrokenClient, replaced
 
 
-@replaced("mcp_host_conformance.reference_client.naming._raw_name")
+@replaced("mcp_host_conformance.reference_client.naming.plain_name")
 def _lowercase_server(original):
     def raw_name(server, tool):
         return original(server.lower(), tool)
@@ -13,7 +13,7 @@ def _lowercase_server(original):
     return raw_name
 
 
-@replaced("mcp_host_conformance.reference_client.naming._hashed_name")
+@replaced("mcp_host_conformance.reference_client.naming.hashed_name")
 def _guessed_name(original):
     from mcp_host_conformance.reference_client import naming
 
@@ -21,7 +21,7 @@ def _guessed_name(original):
 
     def hashed_name(server, tool, attempt):
         # The forbidden "safe" guess: bad characters become "_", cut at 64; a clash gets a counter.
-        guess = naming._DISALLOWED.sub("_", naming._raw_name(server, tool))[: naming.MAX_LENGTH]
+        guess = naming.DISALLOWED.sub("_", naming.plain_name(server, tool))[: naming.MAX_LENGTH]
         return guess if attempt == 0 else f"{guess[: naming.MAX_LENGTH - 4]}_{attempt}"
 
     return hashed_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
 
 
-@replaced("mcp_host_conformance.reference_client.results._render")
+@replaced("mcp_host_conformance.reference_client.results.render_content")
 def _reversed_blocks(original):
     def render(result):
         content = result.get("content") if isinstance(result, dict) else None
@@ -16,7 +16,7 @@ def _reversed_blocks(original):
     return render
 
 
-@replaced("mcp_host_conformance.reference_client.results._block_text")
+@replaced("mcp_host_conformance.reference_client.results.block_text")
 def _image_data(original):
     def block_text(block):
         if (
@@ -47,7 +47,7 @@ def _open_links(original):
     return call_tool
 
 
-@replaced("mcp_host_conformance.reference_client.results._render")
+@replaced("mcp_host_conformance.reference_client.results.render_content")
 def _no_structured(original):
     def render(result):
         if isinstance(result, dict):
@@ -112,7 +112,7 @@ def _cancel_failed(original):
     return lambda: results.Outcome(results.FAILED, "The user cancelled the call.")
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._record")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
 def _outputs_twice(original):
     def record(self, item):
         original(self, item)
@@ -172,14 +172,18 @@ CLIENTS = [
         "dropped-as-failed",
         "A connection lost after sending the call is reported failed.",
         {"RES-7", "RES-12", "RETRY-2", "RETRY-3"},  # their cases need a dropped call to end unknown
-        (Seam("mcp_host_conformance.reference_client.turn._outcome_of", _failed_on(_dropped)),),
+        (Seam("mcp_host_conformance.reference_client.turn.outcome_of_call", _failed_on(_dropped)),),
         target="RES-7",
     ),
     BrokenClient(
         "oversized-as-failed",
         "A response over 1 MiB after sending the call is reported failed.",
         {"RES-8"},
-        (Seam("mcp_host_conformance.reference_client.turn._outcome_of", _failed_on(_oversized)),),
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.turn.outcome_of_call", _failed_on(_oversized)
+            ),
+        ),
     ),
     BrokenClient(
         "cancel-as-failed",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._call")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.send_call")
 def _retry_after_timeout(original):
     from mcp_host_conformance.reference_client import results
 
@@ -18,30 +18,22 @@ def _retry_after_timeout(original):
     return call
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._run")
+@replaced("mcp_host_conformance.reference_client.turn_rules.TurnRules.before_question")
 def _no_acknowledgement(original):
-    async def run(self, call, report):
-        outcome = await original(self, call, report)
-        self.pending_unknown = False
-        return outcome
-
-    return run
+    del original
+    return lambda self: "send"  # whatever happened before, the question goes out
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
+@replaced("mcp_host_conformance.reference_client.turn_rules.TurnRules.acknowledge")
 def _decline_ends_session(original):
-    from mcp_host_conformance.reference_client.turn import TurnReport
-
-    async def ask(self, question):
+    def acknowledge(self, accepted):
         if getattr(self, "zoo_declined", False):
-            self._show("This session is closed: an unknown call was not acknowledged.")
-            return TurnReport(question_sent=False)
-        report = await original(self, question)
-        if report.acknowledgements and not report.question_sent:
+            return False  # the session stays closed, whatever the person answers now
+        if not accepted:
             self.zoo_declined = True
-        return report
+        return original(self, accepted)
 
-    return ask
+    return acknowledge
 
 
 CLIENTS = [
@@ -68,7 +60,7 @@ CLIENTS = [
         "no-call-limit",
         "Has no limit on tool calls per turn.",
         {"TURN-1"},
-        (constant("mcp_host_conformance.reference_client.turn.MAX_CALLS_PER_TURN", 1000),),
+        (constant("mcp_host_conformance.reference_client.turn_rules.MAX_CALLS_PER_TURN", 1000),),
         target="TURN-1",
     ),
 ]

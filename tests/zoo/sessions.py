@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcp_host_conformance.zoo.client import BrokenClient, replaced
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation._record")
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
 def _outputs_not_saved(original):
     def record(self, item):
         if item.get("type") == "function_call_output" and self.session is not None:
@@ -20,7 +20,7 @@ def _outputs_not_saved(original):
     return record
 
 
-@replaced("mcp_host_conformance.reference_client.host.Host.start")
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
 def _replay_on_resume(original):
     import json
 
@@ -48,7 +48,7 @@ def _replay_on_resume(original):
     return start
 
 
-@replaced("mcp_host_conformance.reference_client.host.Host.__init__")
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
 def _forget_history(original):
     def init(self, servers, **options):
         options["history"] = None
@@ -57,7 +57,7 @@ def _forget_history(original):
     return init
 
 
-@replaced("mcp_host_conformance.reference_client.host.Host.start")
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
 def _drop_unknown_tools(original):
     from mcp_host_conformance.reference_client import builtins
 

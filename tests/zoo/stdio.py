@@ -45,7 +45,7 @@ def _inherit(original):
     return child_environment
 
 
-@replaced("mcp_host_conformance.reference_client.transports.stdio._signal_group")
+@replaced("mcp_host_conformance.reference_client.transports.stdio.signal_group")
 def _no_signals(original):
     del original
     return lambda pgid, sig: None

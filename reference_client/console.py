@@ -1,7 +1,8 @@
-"""The terminal: what a person sees and types (the UI the engine talks to).
+"""The console: what a person sees and types at a terminal (the UI the engine talks to).
 
-Strategy: the engine (`Host`) never touches a terminal; it calls `show`, `approve` and
-`acknowledge`. `TerminalUI` implements them over a pair of text streams. Blocking reads run
+Strategy: the engine (`HostEngine`) never touches a terminal; it calls `show`, `approve` and
+`acknowledge`. `TerminalUI` implements them over a pair of text streams, and every text it
+writes passes `display.terminal_safe` first (HARD-1), whoever built it. Blocking reads run
 in a worker thread (`asyncio.to_thread`) so the event loop keeps serving connections and
 timers while the person thinks. End of input always means "no": an approval read at EOF
 is an empty answer (deny), an acknowledgement at EOF is declined.
@@ -18,6 +19,7 @@ import sys
 from typing import TextIO
 
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView, is_approved
+from mcp_host_conformance.reference_client.display import terminal_safe
 
 __all__ = ["TerminalUI", "read_secret"]
 
@@ -31,6 +33,7 @@ def _read_line(stream: TextIO) -> str | None:
 
 def read_secret(prompt: str, *, stdin: TextIO, stdout: TextIO) -> str | None:
     """Read one line with echo off when stdin is a terminal. None at end of input."""
+    prompt = terminal_safe(prompt)
     if not stdin.isatty():
         stdout.write(prompt)
         stdout.flush()
@@ -55,18 +58,18 @@ def read_secret(prompt: str, *, stdin: TextIO, stdout: TextIO) -> str | None:
 
 
 class TerminalUI:
-    """The UI protocol of `mcp_host_conformance.reference_client.host` over text streams."""
+    """The UI protocol of `mcp_host_conformance.reference_client.engine` over text streams."""
 
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         self.stdin = stdin if stdin is not None else sys.stdin
         self.stdout = stdout if stdout is not None else sys.stdout
 
     def show(self, text: str) -> None:
-        self.stdout.write(text + "\n")
+        self.stdout.write(terminal_safe(text) + "\n")
         self.stdout.flush()
 
     async def _prompt(self, text: str) -> str | None:
-        self.stdout.write(text)
+        self.stdout.write(terminal_safe(text))
         self.stdout.flush()
         return await asyncio.to_thread(_read_line, self.stdin)
 

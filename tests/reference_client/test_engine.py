@@ -1,4 +1,4 @@
-"""Host: start shows one status line per server, close stops and reaps stdio servers."""
+"""HostEngine: start shows one status line per server, close stops and reaps stdio servers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 from mcp_host_conformance.mocks.stdio_server import StdioMock, process_state
 from mcp_host_conformance.reference_client.config import HttpServerConfig, StdioServerConfig
-from mcp_host_conformance.reference_client.host import Host
+from mcp_host_conformance.reference_client.engine import HostEngine
 from tests.reference_client.engine_support import ScriptedUI, run
 
 
@@ -17,7 +17,7 @@ def test_start_shows_status_lines_and_close_reaps(tmp_path: Path) -> None:
     ui = ScriptedUI()
     stdio = StdioMock(ServerSpec(tools=[Tool("echo"), Tool("two")]), tmp_path)
     with HttpMock(ServerSpec(tools=[Tool("q")])) as mock, MockResponses() as model:
-        host = Host(
+        host = HostEngine(
             [
                 HttpServerConfig("web", mock.url, {"X-Key": "k-secret-1234"}),
                 StdioServerConfig(

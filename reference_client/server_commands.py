@@ -1,0 +1,189 @@
+"""`mcp add`, `mcp list`, `mcp remove`: the user's configuration commands (CFG-*, CRED-5).
+
+Strategy: these commands are the only way servers (and their secrets) enter the
+configuration, so they check everything a connection would later trip over, and say what
+is wrong: the URL's form (`config.url_problem`), header names and values HTTP can carry
+(`config.header_problem`), variable names. Adding never connects (CFG-1); a plain-HTTP URL
+to a remote host is saved with a warning, because refusing it is the connection's rule
+(NET-1). Secrets never come from argv: `--header NAME` prompts with echo off
+(`console.read_secret`), `--header-from-env NAME=VAR` reads a variable. Everything printed
+goes through a redactor built from the configured secrets, so no command can show one, and
+through `display.terminal_safe`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from typing import TextIO
+
+from mcp_host_conformance.reference_client.config import (
+    ConfigError,
+    ConfigStore,
+    HttpServerConfig,
+    StdioServerConfig,
+    destination,
+    env_problem,
+    header_problem,
+    secrets_of,
+    url_problem,
+    url_refusal,
+)
+from mcp_host_conformance.reference_client.console import read_secret
+from mcp_host_conformance.reference_client.display import terminal_safe
+from mcp_host_conformance.reference_client.redaction import Redactor
+
+__all__ = ["PROG", "UsageError", "add_server", "list_servers", "remove_server"]
+
+PROG = "mcp-reference-host"
+# Only the name's shape, to tell a name from a misplaced value; config checks it fully.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class UsageError(Exception):
+    """Bad command line; exit code 2."""
+
+
+def _pair(text: str, flag: str) -> tuple[str, str]:
+    name, sep, var = text.partition("=")
+    if not sep or not name or not var:
+        raise UsageError(f"{flag} takes NAME=VAR, the name and the environment variable to read")
+    return name, var
+
+
+def _secret_values(
+    names: list[str],
+    from_env: list[str],
+    *,
+    kind: str,
+    flag: str,
+    pattern: re.Pattern[str],
+    environ: Mapping[str, str],
+    stdin: TextIO,
+    stdout: TextIO,
+) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for name in names:
+        if not pattern.fullmatch(name):
+            raise UsageError(
+                f"{flag} takes a {kind} name only "
+                f"(like {'X-Api-Key' if kind == 'header' else 'API_TOKEN'}); "
+                f"type the value at the hidden prompt, or use {flag}-from-env NAME=VAR. "
+                "Never put a secret on the command line."
+            )
+    pairs = [_pair(text, f"{flag}-from-env") for text in from_env]
+    for name, var in pairs:
+        if not pattern.fullmatch(name):
+            raise UsageError(
+                f"{flag}-from-env: {terminal_safe(name, one_line=True)[:64]!r} "
+                f"is not a valid {kind} name"
+            )
+        value = environ.get(var)
+        if not value:
+            raise UsageError(f"{flag}-from-env: the environment variable {var} is not set")
+        values[name] = value
+    for name in names:
+        value = read_secret(
+            f"Value for {kind} {name} (typing is hidden): ", stdin=stdin, stdout=stdout
+        )
+        if value is None or not value:
+            raise UsageError(f"no value was given for {kind} {name}")
+        values[name] = value
+    for name, value in values.items():
+        problem = header_problem(name, value) if kind == "header" else env_problem(name, value)
+        if problem is None and ("\r" in value or "\n" in value):
+            problem = f"the value of {kind} {name} contains a line break"
+        if problem:
+            raise UsageError(problem)
+    return values
+
+
+def add_server(
+    args: argparse.Namespace, environ: Mapping[str, str], stdin: TextIO, stdout: TextIO
+) -> int:
+    """`mcp add NAME URL ...` or `mcp add NAME --command CMD ...`; never connects."""
+    store = ConfigStore(environ)
+    if (args.url is None) == (args.command is None):
+        raise UsageError("give either a URL (remote server) or --command CMD (stdio server)")
+    server: HttpServerConfig | StdioServerConfig
+    if args.url is not None:
+        if args.arg or args.env or args.env_from_env:
+            raise UsageError("--arg, --env and --env-from-env are for stdio servers (--command)")
+        problem = url_problem(args.url)
+        if problem:
+            raise UsageError(problem)
+        headers = _secret_values(
+            args.header,
+            args.header_from_env,
+            kind="header",
+            flag="--header",
+            pattern=_HEADER_NAME,
+            environ=environ,
+            stdin=stdin,
+            stdout=stdout,
+        )
+        server = HttpServerConfig(args.name, args.url, headers)
+        names, label = list(headers), "headers"
+    else:
+        if args.header or args.header_from_env:
+            raise UsageError("--header and --header-from-env are for remote servers (URL)")
+        if not args.command:
+            raise UsageError("--command needs the program to run")
+        if "\0" in args.command or any("\0" in arg for arg in args.arg):
+            raise UsageError("the command or an argument contains a NUL character")
+        env = _secret_values(
+            args.env,
+            args.env_from_env,
+            kind="variable",
+            flag="--env",
+            pattern=_ENV_NAME,
+            environ=environ,
+            stdin=stdin,
+            stdout=stdout,
+        )
+        server = StdioServerConfig(args.name, args.command, list(args.arg), env)
+        names, label = list(env), "variables"
+    redactor = Redactor(secrets_of([server]))
+    path = store.add(server)
+    lines = [f"Added MCP server {server.name}: {destination(server)}"]
+    if names:
+        lines.append(f"  {label}: {', '.join(names)} (values stored, not shown)")
+    lines.append(f"Wrote {path} (mode 0600).")
+    if isinstance(server, HttpServerConfig):
+        refusal = url_refusal(server.url)
+        if refusal:
+            lines.append(f"Warning: this server will be refused at connection: {refusal}.")
+    lines.append("Not connected yet: it will be connected the next time chat starts.")
+    stdout.write(terminal_safe(redactor.redact("\n".join(lines))) + "\n")
+    return 0
+
+
+def list_servers(environ: Mapping[str, str], stdout: TextIO) -> int:
+    """`mcp list`: names and destinations, and only the names of headers and variables."""
+    servers = ConfigStore(environ).load()
+    if not servers:
+        stdout.write(f"No MCP servers configured. Add one with: {PROG} mcp add NAME URL\n")
+        return 0
+    lines = []
+    for server in servers:
+        if isinstance(server, HttpServerConfig):
+            extra = f"  headers: {', '.join(server.headers)}" if server.headers else ""
+        else:
+            extra = f"  variables: {', '.join(server.env)}" if server.env else ""
+        kind = "http " if isinstance(server, HttpServerConfig) else "stdio"
+        lines.append(
+            terminal_safe(f"{server.name}  {kind}  {destination(server)}{extra}", one_line=True)
+        )
+    # Only names are printed; the redactor is the guarantee (CFG-4).
+    stdout.write(Redactor(secrets_of(servers)).redact("\n".join(lines)) + "\n")
+    return 0
+
+
+def remove_server(name: str, environ: Mapping[str, str], stdout: TextIO) -> int:
+    """`mcp remove NAME`."""
+    if ConfigStore(environ).remove(name):
+        stdout.write(terminal_safe(f"Removed MCP server {name}.", one_line=True) + "\n")
+        return 0
+    raise ConfigError(f"no server named {name!r}; see `{PROG} mcp list`")

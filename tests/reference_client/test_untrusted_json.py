@@ -1,0 +1,121 @@
+"""Every JSON reader of the host is strict and total: `untrusted_json.decode`, and the readers
+built on it (MCP messages, model replies, session and configuration files)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
+from mcp_host_conformance.reference_client.sessions import SessionError, SessionLog, sessions_dir
+from mcp_host_conformance.reference_client.untrusted_json import (
+    MAX_DEPTH,
+    UntrustedJsonError,
+    decode,
+)
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def nested(depth: int) -> str:
+    return "[" * (depth - 1) + "{}" + "]" * (depth - 1)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (DEEP, "nested too deeply"),
+        (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, "nested too deeply"),
+        (nested(MAX_DEPTH + 1).encode(), "nested too deeply"),
+        (b"\xff\xfe", "UTF-8"),
+        (b'"\\udc80"', "not valid Unicode"),
+        (b"[NaN]", "not valid JSON"),
+        (b"1e999", "not valid JSON"),
+        (b"9" * 5000, "not valid JSON"),
+        (b"{", "not valid JSON"),
+        (b"", "not valid JSON"),
+    ],
+)
+def test_hostile_documents_are_refused_with_a_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(UntrustedJsonError, match=reason):
+        decode(data)
+
+
+def test_depth_up_to_the_limit_is_accepted() -> None:
+    assert decode(nested(MAX_DEPTH)) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_decode_raises_nothing_but_its_own_error(data: bytes) -> None:
+    try:
+        decode(data)
+    except UntrustedJsonError as exc:
+        assert str(exc)
+
+
+# ---- the files -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def environ(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    return {"HOME": str(home)}
+
+
+def test_a_deep_configuration_file_is_a_config_error(environ) -> None:
+    store = ConfigStore(environ)
+    store.save([])
+    store.path.write_bytes(b'{"servers": ' + DEEP + b"}")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        store.load()
+
+
+def test_an_oversized_configuration_file_is_a_config_error(environ) -> None:
+    store = ConfigStore(environ)
+    store.save([])
+    with open(store.path, "wb") as f:
+        f.truncate(5 * 1024 * 1024)
+    with pytest.raises(ConfigError, match="larger than 4 MiB"):
+        store.load()
+
+
+def test_deep_session_records_are_skipped_with_a_warning(environ) -> None:
+    with SessionLog.create(environ) as log:
+        log.append({"type": "message", "role": "user", "content": "kept"})
+    with open(log.path, "ab") as f:
+        f.write(DEEP + b"\n")
+        f.write(json.dumps({"type": "message", "role": "user", "content": nested(150)}).encode())
+        f.write(b"\n")
+        f.write(b'{"type":"message","role":"user","content":' + nested(150).encode() + b"}\n")
+    reopened, items, warnings = SessionLog.open(environ, log.id)
+    reopened.close()
+    assert [i["content"] for i in items] == ["kept", nested(150)]  # a deep *string* is text
+    assert len(warnings) == 2 and all("nested too deeply" in w for w in warnings)
+
+
+def test_an_oversized_session_file_cannot_be_reopened(environ, monkeypatch) -> None:
+    from mcp_host_conformance.reference_client import sessions
+
+    monkeypatch.setattr(sessions, "MAX_SESSION_BYTES", 1024)
+    with SessionLog.create(environ) as log:
+        log.append({"type": "message", "role": "user", "content": "x" * 2000})
+    with pytest.raises(SessionError, match="cannot be reopened"):
+        SessionLog.open(environ, log.id)
+
+
+def test_a_session_file_that_is_a_symlink_is_not_written_through(environ, tmp_path) -> None:
+    with SessionLog.create(environ) as log:
+        log.append({"type": "message", "role": "user", "content": "q"})
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_bytes(log.path.read_bytes())
+    os.replace(log.path, tmp_path / "moved")
+    os.symlink(target, log.path)
+    assert sessions_dir(environ) == log.path.parent
+    with pytest.raises(SessionError, match="cannot write"):
+        SessionLog.open(environ, log.id)
