@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.loader import LoadError, zoo_clients
 from mcp_host_conformance.harness.outcomes import case_id
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcp_host_conformance.harness.catalog import requirement
+from mcp_host_conformance.harness.requirements import requirement
 
 if TYPE_CHECKING:
     import pytest

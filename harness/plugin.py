@@ -199,7 +199,7 @@ def pytest_collection_modifyitems(
 
 def _unknown_ids(ids: list[str]) -> list[str]:
     try:
-        from mcp_host_conformance.harness.catalog import REQUIREMENTS
+        from mcp_host_conformance.harness.requirements import REQUIREMENTS
     except ImportError:  # pragma: no cover - the catalog ships with the harness
         return []
     return [rid for rid in ids if rid not in REQUIREMENTS]

@@ -36,7 +36,7 @@ from mcp_host_conformance.harness.baseline import (
     audit,
     load_baseline,
 )
-from mcp_host_conformance.harness.catalog import AREAS, CORE_AREAS, REQUIREMENTS
+from mcp_host_conformance.harness.requirements import AREAS, CORE_AREAS, REQUIREMENTS
 from mcp_host_conformance.harness.outcomes import (
     EXPECTED_FAILURE,
     FAILED,

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import mcp_host_conformance.zoo
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.loader import resolve_client
 
 REFERENCE = "reference"

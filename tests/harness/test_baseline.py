@@ -9,7 +9,7 @@ from mcp_host_conformance.harness.baseline import (
     load_baseline,
     parse_baseline,
 )
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
 
 
