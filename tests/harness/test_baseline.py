@@ -9,8 +9,8 @@ from mcp_host_conformance.harness.baseline import (
     load_baseline,
     parse_baseline,
 )
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 
 
 def test_parse_ignores_comments_and_blank_lines():
