@@ -47,6 +47,7 @@ __all__ = [
     "Stopped",
     "Turn",
     "TypedAnswer",
+    "as_status",
 ]
 
 
@@ -185,6 +186,15 @@ Acknowledger = Callable[[str], bool]
 
 CallStatus = Literal["completed", "failed", "denied", "unknown", "output_limit"]
 STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
+
+
+def as_status(value: str) -> CallStatus:
+    """`value` as a CallStatus (ValueError naming the allowed ones if it is not one): for an
+    adapter whose host keeps its statuses as plain strings."""
+    for status in STATUSES:
+        if value == status:
+            return status
+    raise ValueError(f"call status {value!r} is not one of {', '.join(STATUSES)}")
 
 
 @dataclass(frozen=True)

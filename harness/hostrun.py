@@ -46,8 +46,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-A = TypeVar("A")
-P = TypeVar("P")
 
 
 class HarnessTimeout(AssertionError):
@@ -57,7 +55,7 @@ class HarnessTimeout(AssertionError):
 class _Outcome(Generic[T]):
     def __init__(self) -> None:
         self.done = threading.Event()
-        self.value: T | None = None
+        self.value: T
         self.error: BaseException | None = None
 
 
@@ -83,7 +81,7 @@ def bounded(what: str, call: Callable[[], T], bound: float) -> T:
         )
     if outcome.error is not None:
         raise outcome.error
-    return outcome.value  # type: ignore[return-value]  # set when no error: T may be None
+    return outcome.value
 
 
 @dataclass(frozen=True)
@@ -119,18 +117,22 @@ Approval = str | Sequence[str] | Callable[[Confirmation], str]
 Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
 
 
-def _policy(answer: A | Sequence[A] | Callable[[P], A], default: A) -> Callable[[P], A]:
+def _approver(answer: Approval) -> Callable[[Confirmation], str]:
     if callable(answer):
         return answer
-    if isinstance(answer, str | bool):
-        fixed: A = answer  # type: ignore[assignment]  # str and bool are the single answers
-        return lambda _prompt: fixed
-    queue = list(answer)  # type: ignore[arg-type]  # a sequence of answers
+    if isinstance(answer, str):
+        return lambda _confirmation: answer
+    queue = list(answer)  # consumed in order, then Enter ("")
+    return lambda _confirmation: queue.pop(0) if queue else ""
 
-    def next_answer(_prompt: P) -> A:
-        return queue.pop(0) if queue else default
 
-    return next_answer
+def _acknowledger(answer: Acknowledgement) -> Callable[[str], bool]:
+    if callable(answer):
+        return answer
+    if isinstance(answer, bool):
+        return lambda _prompt: answer
+    queue = list(answer)  # consumed in order, then declined
+    return lambda _prompt: queue.pop(0) if queue else False
 
 
 class Running:
@@ -165,8 +167,8 @@ class Running:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
         a callable(str) -> bool."""
-        approver: Callable[[Confirmation], str] = _policy(approve, "")
-        acknowledger: Callable[[str], bool] = _policy(acknowledge, False)
+        approver = _approver(approve)
+        acknowledger = _acknowledger(acknowledge)
 
         def on_confirmation(confirmation: Confirmation) -> str:
             self.host.confirmations.append(confirmation)

@@ -124,9 +124,9 @@ def _instantiate(obj: Any, spec: str) -> Any:
     return obj
 
 
-def _checked(adapter: Any, spec: str) -> Adapter:
+def _checked(adapter: object, spec: str) -> Adapter:
     missing = [op for op in _OPERATIONS if not callable(getattr(adapter, op, None))]
-    if missing:
+    if missing or not isinstance(adapter, Adapter):
         raise LoadError(
             f"--client {spec!r}: {type(adapter).__name__} is not an adapter; missing "
             f"{', '.join(missing)} (see mcp_host_conformance.harness.adapter.Adapter)"

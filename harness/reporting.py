@@ -508,7 +508,7 @@ class ReportingPlugin:
     ) -> str:
         if phase in (FAILED, WARNING) and self.baseline and self.baseline.covers(cid, at_stake):
             report.outcome = "skipped"
-            report.wasxfail = f"expected failure, listed in {self.baseline.path}"  # type: ignore[attr-defined]  # pytest's xfail marker attribute
+            report.wasxfail = f"expected failure, listed in {self.baseline.path}"
             return EXPECTED_FAILURE
         if phase == FAILED or (phase == WARNING and self.strict):
             return phase
