@@ -48,7 +48,12 @@ MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a mistake is one line: what is wrong and where to look."""
+    """argparse, but a mistake is one line: what is wrong and where to look; and no
+    abbreviated options (a typo must not silently become another option)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

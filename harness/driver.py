@@ -290,7 +290,9 @@ class _Process:
 
     def kill(self) -> None:
         """Kill the driver's whole process group, also when its leader has already exited
-        (what it spawned would otherwise run on), and reap the leader."""
+        (what it spawned would otherwise run on), and reap the leader. Its pipes are closed
+        by the peer's own threads as they end (never from here: a close could wait on a
+        stream another thread is blocked in)."""
         try:
             os.killpg(self.popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -300,25 +302,17 @@ class _Process:
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
             pass
         RESOURCES.untrack_group(self.popen.pid)
-        for stream in (self.popen.stdin, self.popen.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        self.peer.fail("the driver was stopped")
 
     def close(self) -> None:
         """Ask the driver to shut down, give it a moment, then kill its group anyway."""
         if self.failure is None and self.popen.poll() is None:
             self.peer.request("shutdown", {}).done.wait(_CLOSE_GRACE)
-            self.peer.close("the driver was closed")
+            self.peer.close("the driver was closed")  # the writer ends: the driver's stdin too
             try:
-                assert self.popen.stdin is not None
-                self.popen.stdin.close()
                 self.popen.wait(timeout=_CLOSE_GRACE)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
-        self.peer.close("the driver was closed", flush=0)
         self.kill()
         self.peer.join_reader(_CLOSE_GRACE)
         self.stderr.join(_CLOSE_GRACE)
@@ -522,3 +516,4 @@ _LIVE: weakref.WeakSet[_Process] = weakref.WeakSet()
 def _kill_leftovers() -> None:  # pragma: no cover - runs at exit
     for process in list(_LIVE):
         process.kill()
+        process.peer.join_reader(1.0)  # its reader ends before the interpreter does

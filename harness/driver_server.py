@@ -240,4 +240,7 @@ def serve(
             asks = list(server.asks)
         for thread in asks:
             thread.join(timeout=5)
+        # The harness closes our stdin once it has the shutdown's answer: let the reader see
+        # that end before the interpreter finalizes stdin under it.
+        peer.join_reader(5.0)
     return 0

@@ -82,6 +82,13 @@ class RemoteError(Exception):
         self.message = message
 
 
+def _close_quietly(stream: IO[bytes]) -> None:
+    try:
+        stream.close()
+    except (OSError, ValueError):
+        pass
+
+
 def frame(message: Message) -> bytes:
     """One message as one line (JSON never contains a raw newline)."""
     return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
@@ -241,20 +248,25 @@ class Peer:
         self._enqueue({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": text}})
 
     def _write(self) -> None:
-        while True:
-            with self._lock:
-                while not self._sending and not self._closing and self.failure is None:
-                    self._lock.wait()
-                if self.failure is not None or not self._sending:
-                    return  # failed, or closing with nothing left to send
-                data = self._sending.popleft()
-                self._lock.notify_all()  # room in the queue
-            try:
-                self._outgoing.write(data)
-                self._outgoing.flush()
-            except (OSError, ValueError):
-                self.fail(self._end_reason())
-                return
+        try:
+            while True:
+                with self._lock:
+                    while not self._sending and not self._closing and self.failure is None:
+                        self._lock.wait()
+                    if self.failure is not None or not self._sending:
+                        return  # failed, or closing with nothing left to send
+                    data = self._sending.popleft()
+                    self._lock.notify_all()  # room in the queue
+                try:
+                    self._outgoing.write(data)
+                    self._outgoing.flush()
+                except (OSError, ValueError):
+                    self.fail(self._end_reason())
+                    return
+        finally:
+            # Only this thread ever closes the stream it writes: closing it from another
+            # thread could block on the stream's lock while a write is stuck.
+            _close_quietly(self._outgoing)
 
     # -- receiving --
 
@@ -267,6 +279,12 @@ class Peer:
             return self._requests.popleft() if self._requests else None
 
     def _read(self) -> None:
+        try:
+            self._read_lines()
+        finally:
+            _close_quietly(self._incoming)  # only the reader closes what it reads
+
+    def _read_lines(self) -> None:
         while True:
             try:
                 line = self._incoming.readline(MAX_LINE + 1)
