@@ -38,7 +38,7 @@ from mcp_host_conformance.harness.mock_contract import (
     ModelService,
     StdioServerMock,
 )
-from mcp_host_conformance.harness.run_cleanup import RESOURCES, TMPDIR_ENV, case_tmpdir
+from mcp_host_conformance.harness.run_cleanup import RESOURCES
 
 if TYPE_CHECKING:
     from mcp_host_conformance.mocks.http_server import HttpMock
@@ -46,14 +46,10 @@ if TYPE_CHECKING:
     from mcp_host_conformance.mocks.spec import ServerSpec
     from mcp_host_conformance.mocks.stdio_server import StdioMock
 
-__all__ = [
-    "TMPDIR_ENV",
+__all__ = [  # what the plugin registers: the fixtures (and the Case type they share)
     "Case",
-    "HttpMockFactory",
-    "StdioMockFactory",
     "adapter",
     "case",
-    "case_tmpdir",
     "description",
     "home",
     "host",
