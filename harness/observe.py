@@ -9,15 +9,24 @@ the body readers).
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from typing import Any, Final
 
+from mcp_host_conformance.harness.adapter import STATUSES, CallStatus, ServerStatus, Turn
+from mcp_host_conformance.harness.mock_contract import Journal, ModelService
+from mcp_host_conformance.mocks.journal import Entry, JournalTimeout
 from mcp_host_conformance.mocks.model_script import (
     function_call_outputs,
     function_calls,
     label,
     offered_tools,
 )
+
+# A request body or an item of one, as parsed JSON: the shape is the client's to get right,
+# so every reader here checks what it uses.
+Body = dict[str, Any]
+Tool = dict[str, Any]
 
 __all__ = [
     "builtin_tools",
@@ -40,12 +49,13 @@ __all__ = [
     "status_text",
     "stays_quiet",
     "user_texts",
+    "STATUS_WORDS",
 ]
 
 
-def model_requests(model: Any) -> list[dict[str, Any]]:
+def model_requests(model: ModelService) -> list[Body]:
     """The JSON bodies the client POSTed to the model service (`.../responses`), in order."""
-    bodies = []
+    bodies: list[Body] = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
         if (
@@ -57,18 +67,18 @@ def model_requests(model: Any) -> list[dict[str, Any]]:
     return bodies
 
 
-def offered_names(body: Any) -> list[str]:
+def offered_names(body: object) -> list[str]:
     return [str(t.get("name")) for t in offered_tools(body)]
 
 
-def mcp_tools(body: Any) -> list[dict[str, Any]]:
+def mcp_tools(body: object) -> list[Tool]:
     """Offered functions whose description starts with an MCP label."""
     return [
         t for t in offered_tools(body) if str(t.get("description") or "").startswith("[MCP server ")
     ]
 
 
-def builtin_tools(body: Any) -> list[dict[str, Any]]:
+def builtin_tools(body: object) -> list[Tool]:
     """Offered tools that are not MCP tools (the client's own), of any type."""
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
@@ -80,7 +90,7 @@ def builtin_tools(body: Any) -> list[dict[str, Any]]:
     ]
 
 
-def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
+def mcp_tool(body: object, server: str, tool: str) -> Tool | None:
     """The offered function labelled `[MCP server SERVER, tool TOOL]`, or None."""
     wanted = label(server, tool)
     return next(
@@ -88,12 +98,12 @@ def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
     )
 
 
-def exposed_name(body: Any, server: str, tool: str) -> str | None:
+def exposed_name(body: object, server: str, tool: str) -> str | None:
     found = mcp_tool(body, server, tool)
     return None if found is None else str(found.get("name"))
 
 
-def last_request(model: Any) -> dict[str, Any]:
+def last_request(model: ModelService) -> Body:
     """The last body the client sent to the model; AssertionError if it sent none."""
     bodies = model_requests(model)
     if not bodies:
@@ -101,7 +111,7 @@ def last_request(model: Any) -> dict[str, Any]:
     return bodies[-1]
 
 
-def status_text(status: Any) -> str:
+def status_text(status: ServerStatus | None) -> str:
     """A server's reported status as the user saw it (its line), for a check's `actual`."""
     if status is None:
         return "no status line"
@@ -109,13 +119,11 @@ def status_text(status: Any) -> str:
 
 
 def stays_quiet(
-    journal: Any, within: float, method: str | None = None, *, kind: str | None = None
-) -> list[Any]:
+    journal: Journal, within: float, method: str | None = None, *, kind: str | None = None
+) -> list[Entry]:
     """Watch `journal` for `within` seconds; the matching entries (empty if none came).
 
     For rules about what must NOT happen: it returns as soon as something does."""
-    from mcp_host_conformance.mocks.journal import JournalTimeout
-
     try:
         return journal.wait_for(method, kind=kind, timeout=within)
     except JournalTimeout:
@@ -125,18 +133,16 @@ def stays_quiet(
 # ---- tool outputs as the model receives them (RES, RETRY, TURN) ----------------------------
 
 
-def output_text(output: Any) -> str:
+def output_text(output: object) -> str:
     """A `function_call_output`'s output as text: a string as is, a list of content parts
     (`{"type": "input_text", "text": ...}`) joined by newlines, anything else as JSON."""
     if isinstance(output, str):
         return output
     if isinstance(output, list):
         parts = [
-            p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
+            str(p["text"]) for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
         ]
         return "\n".join(parts)
-    import json
-
     return "" if output is None else json.dumps(output, ensure_ascii=False)
 
 
@@ -153,13 +159,13 @@ def shows_status(text: str, status: str) -> bool:
     return re.search(rf"(?<![a-z_]){re.escape(status)}(?![a-z_])", text, re.IGNORECASE) is not None
 
 
-STATUS_WORDS = ("completed", "failed", "denied", "unknown", "output_limit")
+STATUS_WORDS: Final[tuple[CallStatus, ...]] = STATUSES
 
 
-def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
+def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
     """For each model request (in order, as `model_requests`), the function calls the mock
     model answered it with: `{"call_id", "name", "arguments"}` each."""
-    replies = []
+    replies: list[list[dict[str, Any]]] = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
         if (
@@ -171,7 +177,7 @@ def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
     return replies
 
 
-def paired_outputs(body: Any, call_id: str) -> list[Any]:
+def paired_outputs(body: object, call_id: str) -> list[object]:
     """Every `function_call_output` for `call_id` in a request's input (RES-11: exactly one)."""
     items = body.get("input") if isinstance(body, dict) else None
     if not isinstance(items, list):
@@ -185,7 +191,7 @@ def paired_outputs(body: Any, call_id: str) -> list[Any]:
     ]
 
 
-def user_texts(body: Any) -> list[str]:
+def user_texts(body: object) -> list[str]:
     """The text of every user message in a request's input (a string input counts as one)."""
     items = body.get("input") if isinstance(body, dict) else None
     if isinstance(items, str):
@@ -206,12 +212,12 @@ def user_texts(body: Any) -> list[str]:
     return texts
 
 
-def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
+def call_outputs(model: ModelService) -> list[tuple[dict[str, Any], list[object]]]:
     """Every call the mock model made, with the outputs paired to it (same `call_id`) in the
     next model request: `[]` if there was no next request or no output for it."""
     bodies = model_requests(model)
     replies = reply_calls(model)
-    pairs = []
+    pairs: list[tuple[dict[str, Any], list[object]]] = []
     for k, calls in enumerate(replies):
         following = bodies[k + 1] if k + 1 < len(bodies) else None
         for call in calls:
@@ -219,7 +225,9 @@ def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
     return pairs
 
 
-def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | None:
+def status_problem(
+    model: ModelService, turn: Turn | None, status: str, call: int = -1
+) -> str | None:
     """Why the model journal and the adapter's Turn do not both give call number `call` (of
     every call the model made, default the last) this status; None if they do. The model
     journal is the primary evidence: the paired output must exist, be unique, and state it."""
@@ -237,7 +245,7 @@ def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | 
     text = output_text(outputs[0])
     if not shows_status(text, status):
         return f"the model received {text[:200]!r}, not status {status}"
-    reported = [c.status for c in getattr(turn, "calls", [])]
+    reported = [c.status for c in turn.calls] if turn is not None else []
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"
     return None
