@@ -27,7 +27,11 @@ from mcp_host_conformance.harness.adapter import HttpServer
 from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
 from mcp_host_conformance.harness.observe import model_requests
 from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check
-from mcp_host_conformance.harness.terminal import fill_template, run_in_terminal, terminal_environ
+from mcp_host_conformance.harness.pty_session import (
+    fill_template,
+    run_in_terminal,
+    terminal_environ,
+)
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 

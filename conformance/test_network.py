@@ -19,14 +19,13 @@ import pytest
 
 from mcp_host_conformance.harness.adapter import HttpServer
 from mcp_host_conformance.harness.observe import status_text
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check, not_observable
 from mcp_host_conformance.harness.remote import RemoteListener
 from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 
 REDIRECTS = (301, 302, 307, 308)
-NOT_OBSERVED = "not observed here: "
 
 
 def add_or_refusal(host, server) -> str:
@@ -59,9 +58,9 @@ def test_plain_http_to_a_remote_host_is_refused_at_once(host, http_mock, case, n
     addresses. A plain-HTTP URL to any other host is refused with a reason naming HTTPS, and
     no connection is attempted."""
     if not network.isolated:
-        pytest.skip(
-            f"{NOT_OBSERVED}a plain-HTTP URL to a remote host is only given to a host inside "
-            f"the sealed network, so nothing off this machine is contacted ({network.reason})"
+        not_observable(
+            "a plain-HTTP URL to a remote host is only given to a host inside the sealed "
+            f"network, so nothing off this machine is contacted ({network.reason})"
         )
     remote = RemoteListener(network.remote_address)
     case.mocks.append(remote)

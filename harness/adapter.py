@@ -1,11 +1,15 @@
 """The adapter contract: the only code a host author writes to be tested.
 
 Strategy: the harness talks to every host through `Adapter` and `ClientSession`, plain
-synchronous calls with plain dataclasses, so an in-process Python adapter and the
+synchronous calls with plain, frozen dataclasses, so an in-process Python adapter and the
 out-of-process driver protocol (`mcp_host_conformance.harness.driver`) are the same
 thing seen from the suite. An adapter translates; it never decides. A rule the host
 breaks must stay broken through the adapter, and the suite checks what it can through
 the mocks' journals rather than through the adapter's word.
+
+Values are immutable once made: sequences are tuples (a list given to a constructor is
+turned into one, so `Shown("x", [path])` still works and equals `Shown("x", (path,))`),
+so a record a case has read cannot change under it.
 
 Threading: `ClientSession.ask` blocks until the turn ends. The harness may call
 `ClientSession.cancel` from another thread while `ask` is blocked. The approval and
@@ -15,38 +19,82 @@ person's answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
+
+__all__ = [
+    "APPROVE",
+    "DENY",
+    "EMPTY",
+    "STATUSES",
+    "Acknowledger",
+    "Adapter",
+    "AdapterError",
+    "Approver",
+    "CallResult",
+    "CallStatus",
+    "ClientSession",
+    "Confirmation",
+    "Description",
+    "HttpServer",
+    "ServerConfig",
+    "ServerStatus",
+    "Shown",
+    "StartOptions",
+    "StdioServer",
+    "Stopped",
+    "Turn",
+    "TypedAnswer",
+    "as_status",
+]
+
+
+def _freeze(record: Any) -> None:
+    """Turn every list field of a frozen dataclass into a tuple and every mapping into a
+    private dict copy (so a caller's later edit of what it passed cannot change the record)."""
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, list):
+            object.__setattr__(record, f.name, tuple(value))
+        elif isinstance(value, Mapping):
+            object.__setattr__(record, f.name, dict(value))
+
 
 # ---- configuration ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class HttpServer:
     """A remote server as its user would add it: name, URL, static headers (secrets)."""
 
     name: str
     url: str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class StdioServer:
     """A local server: the command, its arguments, and the environment variables (secrets)
     configured for it."""
 
     name: str
     command: str
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
 
 ServerConfig = HttpServer | StdioServer
 
 
-@dataclass
+@dataclass(frozen=True)
 class Description:
     """Static facts about the host under test."""
 
@@ -55,40 +103,51 @@ class Description:
     profiles: frozenset[str] = frozenset()  # optional profiles claimed, e.g. {"pinning"}
     connect_timeout: float = 10.0  # the host's default, seconds
     call_timeout: float = 30.0
-    project_config_files: list[str] = field(default_factory=list)  # relative to a project dir
+    project_config_files: tuple[str, ...] = ()  # relative to a project dir
     can_cancel: bool = False  # implements ClientSession.cancel
     # How a person adds a remote server with one secret header at a terminal (CRED-5): an
     # argv with the placeholders {name}, {url} and {header} (the header's name; the host
     # then prompts for its value). The harness runs it itself in a pseudo-terminal, with
     # HOME and the working directory of the case. None: the host has no such command.
-    interactive_add: list[str] | None = None
+    interactive_add: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.profiles, frozenset):
+            object.__setattr__(self, "profiles", frozenset(self.profiles))
+        _freeze(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Shown:
     """What the user saw for a configuration command, and the files it wrote."""
 
     text: str
-    paths: list[Path] = field(default_factory=list)
+    paths: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(Path(p) for p in self.paths))
 
 
-@dataclass
+@dataclass(frozen=True)
 class StartOptions:
     home: Path  # the user's home directory (HOME); configuration lives only under it
     cwd: Path  # the working directory (a project the host must not read MCP config from)
     model_url: str  # Responses API base URL, e.g. http://127.0.0.1:PORT/v1
-    model_key: str
+    model_key: str = field(repr=False)  # a secret: never in a repr, so never in a report
     connect_timeout: float  # seconds, scaled down by the suite
     call_timeout: float
     ca_file: Path | None = None  # an extra CA certificate to trust for HTTPS servers
-    env: dict[str, str] = field(default_factory=dict)  # extra environment for the host
+    env: Mapping[str, str] = field(default_factory=dict)  # extra environment for the host
     resume: str | None = None  # a session id returned by an earlier `stop`
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
 
 # ---- what the user saw ----------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServerStatus:
     """One server's status line after start."""
 
@@ -100,7 +159,7 @@ class ServerStatus:
     line: str = ""  # the line exactly as shown
 
 
-@dataclass
+@dataclass(frozen=True)
 class Confirmation:
     """One approval prompt, as shown."""
 
@@ -112,44 +171,70 @@ class Confirmation:
     text: str  # the whole prompt as shown
 
 
-APPROVE = "y"
-DENY = "n"
-EMPTY = ""
+# What a person types at an approval prompt. These three are the answers the suite's cases
+# give by name; a case may also type any other text (APR-2: anything but yes denies), so an
+# approval callback returns `str`, and the host alone decides what it means.
+TypedAnswer = Literal["y", "n", ""]
+APPROVE: Final[TypedAnswer] = "y"
+DENY: Final[TypedAnswer] = "n"
+EMPTY: Final[TypedAnswer] = ""  # Enter
 
 # An approval callback answers what a person typed at the prompt: "y", "n", "" (Enter)...
 Approver = Callable[[Confirmation], str]
 # An acknowledgement callback gets the prompt's text and answers True (accept) or False.
 Acknowledger = Callable[[str], bool]
 
-STATUSES = ("completed", "failed", "denied", "unknown", "output_limit")
+CallStatus = Literal["completed", "failed", "denied", "unknown", "output_limit"]
+STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
 
 
-@dataclass
+def as_status(value: str) -> CallStatus:
+    """`value` as a CallStatus (ValueError naming the allowed ones if it is not one): for an
+    adapter whose host keeps its statuses as plain strings."""
+    for status in STATUSES:
+        if value == status:
+            return status
+    raise ValueError(f"call status {value!r} is not one of {', '.join(STATUSES)}")
+
+
+@dataclass(frozen=True)
 class CallResult:
     """One MCP call's outcome as the host showed it to the user."""
 
     tool: str  # the exposed (function) name the model called
-    status: str  # one of STATUSES
+    status: CallStatus
     output: str  # the output as shown
 
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(
+                f"CallResult.status {self.status!r} is not one of {', '.join(STATUSES)}"
+            )
 
-@dataclass
+
+@dataclass(frozen=True)
 class Turn:
     """One question's turn."""
 
     question_sent: bool  # False if the question never reached the model (e.g. ack declined)
-    confirmations: list[Confirmation] = field(default_factory=list)
-    calls: list[CallResult] = field(default_factory=list)
-    acknowledgements: list[str] = field(default_factory=list)  # ack prompts shown
+    confirmations: tuple[Confirmation, ...] = ()
+    calls: tuple[CallResult, ...] = ()
+    acknowledgements: tuple[str, ...] = ()  # ack prompts shown
     answer: str = ""  # the model's final text, as shown
     text: str = ""  # everything the user saw during the turn
 
+    def __post_init__(self) -> None:
+        _freeze(self)
 
-@dataclass
+
+@dataclass(frozen=True)
 class Stopped:
     session_id: str | None
-    session_files: list[Path] = field(default_factory=list)
+    session_files: tuple[Path, ...] = ()
     text: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "session_files", tuple(Path(p) for p in self.session_files))
 
 
 # ---- the operations ------------------------------------------------------------------------
@@ -159,8 +244,12 @@ class Stopped:
 class ClientSession(Protocol):
     """A running host, after `Adapter.start`."""
 
-    statuses: list[ServerStatus]  # one per configured server, known when start returns
-    text: str  # everything the user saw during start
+    # One per configured server, known when start returns (any sequence: a list will do).
+    @property
+    def statuses(self) -> Sequence[ServerStatus]: ...
+
+    @property
+    def text(self) -> str: ...  # everything the user saw during start
 
     def ask(self, question: str, approve: Approver, acknowledge: Acknowledger) -> Turn: ...
 

@@ -7,15 +7,17 @@ requirement and no case fails as unknown, so the file cannot silently rot. The f
 and both decisions (does this failure match? which entries are stale or unknown?) are pure
 functions here; `mcp_host_conformance.harness.reporting` applies them through pytest's hooks.
 
-File format: one requirement ID (`APR-2`) or case ID (`approval::test_empty_answer_denies`)
-per line; `#` starts a comment; blank lines are ignored.
+File format: UTF-8 text, at most 1 MiB, one requirement ID (`APR-2`) or case ID
+(`test_approval::test_empty_answer_denies`) per line; `#` starts a comment; blank lines are
+ignored. `baseline_from_report` writes one from a JSON report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 from mcp_host_conformance.harness.outcomes import (
     EXPECTED_FAILURE,
@@ -25,7 +27,20 @@ from mcp_host_conformance.harness.outcomes import (
     WARNING,
 )
 
-__all__ = ["Baseline", "BaselineError", "CaseRecord", "audit", "load_baseline", "parse_baseline"]
+__all__ = [
+    "DESELECTED",
+    "MAX_BASELINE",
+    "Baseline",
+    "BaselineError",
+    "CaseRecord",
+    "audit",
+    "baseline_from_report",
+    "load_baseline",
+    "parse_baseline",
+]
+
+MAX_BASELINE: Final = 1024 * 1024  # bytes; a baseline is a list of IDs
+DESELECTED: Final = "deselected"  # a CaseRecord outcome: collected, then deselected
 
 
 class BaselineError(ValueError):
@@ -61,10 +76,24 @@ def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
 
 def load_baseline(path: str | Path) -> Baseline:
     try:
-        text = Path(path).read_text("utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_BASELINE + 1)
     except OSError as exc:
         raise BaselineError(
-            f"cannot read the expected-failures file {path}: {exc.strerror}"
+            f"cannot read the expected-failures file {path}: {exc.strerror or exc}"
+        ) from None
+    if len(data) > MAX_BASELINE:
+        raise BaselineError(
+            f"the expected-failures file {path} is over {MAX_BASELINE} bytes: "
+            "is it the right file? (one requirement or case ID per line)"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise BaselineError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.start}): is it the right file? "
+            "(one requirement or case ID per line)"
         ) from None
     return parse_baseline(text, str(path))
 
@@ -79,7 +108,7 @@ class CaseRecord:
 
 
 _FAILING = (FAILED, WARNING, EXPECTED_FAILURE)
-_NOT_RUN = (None, NOT_APPLICABLE, SKIPPED)
+_NOT_RUN = (None, NOT_APPLICABLE, SKIPPED, DESELECTED)
 
 
 def audit(
@@ -106,3 +135,31 @@ def audit(
         if ran and not any(case.outcome in _FAILING for case in ran):
             stale.append(entry)
     return stale, unknown
+
+
+def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = False) -> str:
+    """A baseline file's text from a JSON report: the case IDs that failed, warned or were
+    expected failures (or, with `requirements`, the requirement IDs whose outcome was one of
+    those), sorted, under a comment naming the client."""
+    failing = {FAILED, WARNING, EXPECTED_FAILURE}
+    if requirements:
+        entries = sorted(
+            rid
+            for rid, entry in (report.get("requirements") or {}).items()
+            if isinstance(entry, Mapping) and entry.get("outcome") in failing
+        )
+    else:
+        entries = sorted(
+            {
+                str(case.get("id"))
+                for case in report.get("cases") or []
+                if isinstance(case, Mapping) and case.get("outcome") in failing
+            }
+        )
+    client = report.get("client") if isinstance(report.get("client"), Mapping) else None
+    who = f"{client.get('name')} {client.get('version')}" if client else "the client"
+    header = [
+        f"# Expected failures of {who}: known gaps, one ID per line.",
+        "# A listed ID that passes again fails the run as stale: then delete its line.",
+    ]
+    return "\n".join([*header, *entries]) + "\n"

@@ -1,24 +1,34 @@
 """Canary secrets, and searching everything the suite can see for them (CRED-3).
 
 Strategy: a secret the suite configures is a random token with a recognisable prefix, so
-it cannot occur by accident. A leak may be encoded, so each canary is searched for raw,
-URL-encoded, and base64-encoded at each of the three byte alignments it can take inside a
-longer base64 string (a header `Basic base64(user:token)` embeds it at any offset). What a
-search reports names the canary by its label and the encoding, never by its value, so a
-failure message cannot itself leak it.
+it cannot occur by accident. Every canary, and the mock model's API key, is also entered in
+this process's `REGISTRY`, from which `redact()` removes them (in every encoding below)
+from whatever the harness reports: nothing secret reaches a report, a console summary or
+a failure message, whatever a case or a library printed.
+
+A leak may be encoded, so each canary is searched for raw, URL-encoded, and base64-encoded
+at each of the three byte alignments it can take inside a longer base64 string (a header
+`Basic base64(user:token)` embeds it at any offset). What a search reports names the
+canary by its label and the encoding, never by its value, so a failure message cannot
+itself leak it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import secrets as _random
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 from urllib.parse import quote, quote_plus
 
-__all__ = ["CANARY_PREFIX", "Canary", "Secrets", "encodings"]
+from mcp_host_conformance.mocks.journal import Entry, Journal
+
+__all__ = ["CANARY_PREFIX", "REGISTRY", "Canary", "SecretRegistry", "Secrets", "encodings"]
 
 CANARY_PREFIX = "mcphc-canary-"
 
@@ -74,6 +84,7 @@ class Secrets:
         if special:
             value += "/+=~%"
         self.canaries.append(Canary(label, value))
+        REGISTRY.add(value, label)
         return value
 
     @property
@@ -112,8 +123,47 @@ class Secrets:
                 hits.extend(self.found_in(data, str(f)))
         return hits
 
-    def found_in_journal(self, journal, where: str = "journal", entries=None) -> list[str]:
+    def found_in_journal(
+        self, journal: Journal, where: str = "journal", entries: Iterable[Entry] | None = None
+    ) -> list[str]:
         """Search a mock's journal entries (all of them, or `entries`), in their JSON form."""
         chosen = journal.entries() if entries is None else entries
         text = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in chosen)
         return self.found_in(text, where)
+
+
+# A canary that was never registered (made by hand, or in another process) is still
+# recognised by its prefix.
+_CANARY_TEXT: Final = re.compile(re.escape(CANARY_PREFIX) + r"[A-Za-z0-9_.-]*[0-9a-f]{24}[/+=~%]*")
+_REGISTRY_LIMIT: Final = 10_000
+
+
+class SecretRegistry:
+    """Every secret value this process made for the run, to be removed from reports."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._needles: dict[str, str] = {}  # text to find -> what to show instead
+
+    def add(self, value: str, label: str) -> None:
+        if not value:
+            return
+        with self._lock:
+            if len(self._needles) >= _REGISTRY_LIMIT:
+                return
+            for name, needle in encodings(value).items():
+                if len(needle) >= 8:  # a short base64 core could match innocent text
+                    self._needles.setdefault(needle, f"<secret {label} ({name})>")
+
+    def redact(self, text: str) -> str:
+        """`text` with every registered secret (in every encoding) and anything shaped like
+        a canary replaced by a `<secret LABEL>` marker."""
+        with self._lock:
+            needles = sorted(self._needles.items(), key=lambda item: -len(item[0]))
+        for needle, shown in needles:
+            if needle in text:
+                text = text.replace(needle, shown)
+        return _CANARY_TEXT.sub("<secret>", text)
+
+
+REGISTRY: Final = SecretRegistry()

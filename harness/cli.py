@@ -7,8 +7,10 @@ table, the JSON report, the baseline and the exit status all come from
 `mcp_host_conformance.harness.reporting`, so the command and a plain pytest invocation
 behave the same. `requirements` collects the same package (collect only) and reads each
 case's `requirements` marker, so the coverage it shows is the one a run would have.
-Building the pytest arguments and rendering the listing are pure functions; only `main`
-touches pytest and the terminal.
+`baseline` writes an expected-failures file from a JSON report. Building the pytest
+arguments and rendering the listing are pure functions; only `main` touches pytest and the
+terminal. A mistake on the command line is one line on stderr (exit status 2), not a usage
+dump.
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ import contextlib
 import functools
 import io
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.baseline import baseline_from_report
+from mcp_host_conformance.harness.items import case_id, requirement_ids
 from mcp_host_conformance.harness.loader import LoadError, zoo_clients
-from mcp_host_conformance.harness.outcomes import case_id
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.safe_text import visible
 from mcp_host_conformance.harness.sandbox import HOST, ISOLATED, REASON_ENV, SealError, seal
 
 __all__ = [
@@ -33,22 +39,48 @@ __all__ = [
     "build_run_args",
     "collect_cases",
     "main",
-    "requirements_listing",
     "render_requirements",
+    "requirements_listing",
+    "write_baseline",
 ]
 
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
 NETWORK_AUTO = "auto"
+MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line: what is wrong and where to look; and no
+    abbreviated options (a typo must not silently become another option)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mcp-host-conformance",
         description="Conformance suite for MCP hosts: checks a client, rule by rule, "
         "against the host-side requirements.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
 
     run = commands.add_parser(
         "run",
@@ -57,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
             "Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) "
             "against a client; prints a table by requirement area and the failures. "
             "Exit status: 0 when no MUST requirement fails (and no SHOULD one with --strict) "
-            "and the baseline is up to date. Arguments after `--` go to pytest unchanged."
+            "and the baseline is up to date; 4 when the client cannot be loaded, described, "
+            "or (a driver) fails its handshake. Arguments after `--` go to pytest unchanged, "
+            "e.g. `-- -k approval -x`."
         ),
     )
     who = run.add_mutually_exclusive_group()
@@ -75,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--report-json", metavar="PATH", help="write the JSON report to PATH")
     run.add_argument(
+        "--report-html",
+        metavar="PATH",
+        help="write the HTML report to PATH (one page: summary by area, every failure)",
+    )
+    run.add_argument(
         "--expected-failures",
         metavar="PATH",
         help="baseline: a file of requirement or case IDs expected to fail (one per line)",
@@ -85,7 +124,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the cases that wait for real default timeouts",
     )
+    run.add_argument(
+        "--timeout-scale",
+        type=_scale,
+        metavar="FACTOR",
+        help="multiply every timeout and bound of the suite (a driver's included) by FACTOR, "
+        "for a slow or loaded machine, e.g. 3; default $MCP_HOST_CONFORMANCE_TIMEOUT_SCALE or 1",
+    )
     run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+
     run.add_argument(
         "--network",
         choices=(NETWORK_AUTO, ISOLATED, HOST),
@@ -111,6 +158,24 @@ def _parser() -> argparse.ArgumentParser:
         "check it (read from the suite's markers); an ID without a case shows as uncovered.",
     )
     listing.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    baseline = commands.add_parser(
+        "baseline",
+        help="write an expected-failures file from a JSON report",
+        description="Write an expected-failures baseline (for `run --expected-failures`) from "
+        "a JSON report (`run --report-json`): the IDs of the cases that failed, warned or were "
+        "expected failures, sorted, one per line.",
+    )
+    baseline.add_argument("report", metavar="REPORT.json", help="a report written by --report-json")
+    baseline.add_argument(
+        "-o", "--output", metavar="PATH", help="write the baseline to PATH (default: stdout)"
+    )
+    baseline.add_argument(
+        "--requirements",
+        action="store_true",
+        help="list requirement IDs (every case of a listed requirement may fail) instead of "
+        "case IDs",
+    )
     return parser
 
 
@@ -126,12 +191,16 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         args += ["--client-cmd", options.client_cmd]
     if options.report_json:
         args += ["--report-json", options.report_json]
+    if options.report_html:
+        args += ["--report-html", options.report_html]
     if options.expected_failures:
         args += ["--expected-failures", options.expected_failures]
     if options.strict:
         args.append("--strict")  # pytest's own flag; the plugin reads it (docs/harness-contract.md)
     if options.run_slow:
         args.append("--run-slow")
+    if options.timeout_scale is not None:
+        args += ["--timeout-scale", f"{options.timeout_scale:g}"]
     if options.workers:
         args += ["-n", str(options.workers)]
     return args + list(extra)
@@ -184,11 +253,7 @@ class _CaseCollector:
 
     def pytest_collection_finish(self, session: Any) -> None:
         for item in session.items:
-            ids: list[str] = []
-            for mark in item.iter_markers("requirements"):
-                for arg in mark.args:
-                    ids += [arg] if isinstance(arg, str) else list(arg)
-            self.cases[case_id(item)] = ids
+            self.cases[case_id(item)] = requirement_ids(item)
 
 
 def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
@@ -267,6 +332,39 @@ def render_requirements(listing: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# ---- baseline ------------------------------------------------------------------------------------
+
+
+def write_baseline(report_path: str, *, requirements: bool = False) -> str:
+    """The baseline text for the report at `report_path`; SystemExit with one line if it
+    cannot be read or is not a report."""
+    where = visible(report_path)
+    try:
+        with open(report_path, "rb") as f:
+            data = f.read(MAX_REPORT + 1)
+    except OSError as exc:
+        raise SystemExit(
+            f"mcp-host-conformance baseline: cannot read {where}: {exc.strerror or exc}"
+        ) from None
+    if len(data) > MAX_REPORT:
+        raise SystemExit(f"mcp-host-conformance baseline: {where} is over {MAX_REPORT} bytes")
+    try:
+        report = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise SystemExit(
+            f"mcp-host-conformance baseline: {where} is not a JSON report "
+            "(write one with `run --report-json PATH`)"
+        ) from None
+    if not isinstance(report, dict) or not str(report.get("schema", "")).startswith(
+        "mcp-host-conformance-report/"
+    ):
+        raise SystemExit(
+            f"mcp-host-conformance baseline: {where} is not an mcp-host-conformance report "
+            "(write one with `run --report-json PATH`)"
+        )
+    return baseline_from_report(report, requirements=requirements)
+
+
 # ---- entry point ------------------------------------------------------------------------------
 
 
@@ -286,6 +384,19 @@ def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> i
         return _run(options, extra, sealing)
     if options.command == "sealed":
         return _sealed(options, extra)
+    if options.command == "baseline":
+        text = write_baseline(options.report, requirements=options.requirements)
+        if options.output:
+            try:
+                Path(options.output).write_text(text, "utf-8")
+            except OSError as exc:
+                raise SystemExit(
+                    f"mcp-host-conformance baseline: cannot write {visible(options.output)}: "
+                    f"{exc.strerror or exc}"
+                ) from None
+        else:
+            sys.stdout.write(text)
+        return 0
     listing = requirements_listing(collect_cases(extra))
     if options.json:
         print(json.dumps({"requirements": listing}, indent=2))

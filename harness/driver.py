@@ -1,39 +1,50 @@
 """The harness side of the driver protocol: an Adapter that drives a host in any language.
 
 Strategy: `DriverAdapter` turns each adapter operation into one JSON-RPC request to a
-driver command over its stdin/stdout (docs/driver-protocol.md). One driver process serves
-the whole run (spawned on first use, reused across cases): starting a process per case
-would cost the suite seconds, and isolation does not need it, since every piece of state a
-case depends on (home, project, servers, model) is passed in the call and every session is
-started and stopped explicitly.
+driver command over its stdin/stdout (docs/driver-protocol.md), through one
+`mcp_host_conformance.harness.jsonrpc.Peer`. One driver process serves the whole run
+(spawned on first use, reused across cases): starting a process per case would cost the
+suite seconds, and isolation does not need it, since every piece of state a case depends on
+(home, project, servers, model) is passed in the call and every session is started and
+stopped explicitly.
 
 A driver is part of the client under test, so everything it does wrong is the client's
 failure, reported as `AdapterError` with the reason: it died, it spoke something that is
-not the protocol, or it went silent for longer than `timeout` seconds. After such a
-failure the process is killed (its state is unknown) and the next call starts a fresh one,
-so one broken case cannot hang or poison the rest of the suite. The bound on `ask` counts
-from the driver's last sign of life and excludes the time the harness spends answering an
-approval, since a turn legitimately lasts as long as the host's own call timeouts.
+not the protocol, it flooded the harness, or it did not answer in time. Nothing a driver
+does can make a run unbounded:
 
-Threads: a reader thread per process parses every line; responses complete waiting calls,
-and the driver's `approve`/`acknowledge` requests run the current turn's callbacks on a
-short-lived thread so `cancel` (from the case's thread) and further messages keep flowing.
+- each call has `timeout` seconds of the driver's time (the time the harness spends
+  answering its `approve` / `acknowledge` requests does not count; nothing else the
+  driver sends extends it), the handshake `handshake_timeout`;
+- after a failure the driver's whole process group is killed (also when its leader has
+  already exited) and the next call starts a fresh one, so one broken case cannot hang
+  or poison the rest of the suite;
+- the run has a budget of driver silence (`silence_budget`, by default three call
+  timeouts): once calls that were never answered have used it up, every later call fails
+  at once with the reason instead of waiting again;
+- the driver's `approve` / `acknowledge` requests are answered by one worker thread per
+  driver process, in order, from a bounded queue.
+
+The driver's stderr is copied to the harness's stderr with control characters made
+visible (`mcp_host_conformance.harness.safe_text`), at most `STDERR_LIMIT` bytes a process,
+and its last lines are quoted in failure reasons.
 """
 
 from __future__ import annotations
 
 import atexit
-import itertools
+import collections
 import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Final, TypeVar
 
 from mcp_host_conformance.harness.adapter import (
     Acknowledger,
@@ -49,48 +60,113 @@ from mcp_host_conformance.harness.adapter import (
     Turn,
 )
 from mcp_host_conformance.harness.driver_wire import (
-    CALLBACK_FAILED,
-    MAX_LINE,
-    METHOD_NOT_FOUND,
     PROTOCOL,
     WireError,
     decode,
     encode,
     encode_server,
-    frame,
-    parse_line,
 )
+from mcp_host_conformance.harness.jsonrpc import (
+    CALLBACK_FAILED,
+    Peer,
+    Pending,
+    Request,
+)
+from mcp_host_conformance.harness.run_cleanup import RESOURCES
+from mcp_host_conformance.harness.safe_text import visible
 
-__all__ = ["DEFAULT_TIMEOUT", "DriverAdapter"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HANDSHAKE_TIMEOUT",
+    "DriverAdapter",
+    "HandshakeError",
+]
 
-DEFAULT_TIMEOUT = 60.0  # seconds of driver silence before a call fails; above 30 s call timeouts
-_CLOSE_GRACE = 2.0
+DEFAULT_TIMEOUT: Final = 60.0  # seconds of driver time per call; above 30 s call timeouts
+HANDSHAKE_TIMEOUT: Final = 30.0  # seconds from start to the answer to `initialize`
+SILENCE_BUDGET_CALLS: Final = 3  # the run's budget of unanswered calls, in call timeouts
+STDERR_LIMIT: Final = 1024 * 1024  # bytes of a driver's stderr shown; the rest is dropped
+_STDERR_TAIL: Final = 5  # lines quoted in failure reasons
+_CLOSE_GRACE: Final = 2.0
+
+T = TypeVar("T")
 
 
-class _Call:
-    """One request waiting for its response."""
+class HandshakeError(AdapterError):
+    """The driver did not start or did not answer `initialize` as the protocol requires."""
 
-    def __init__(self, method: str) -> None:
-        self.method = method
-        self.done = threading.Event()
-        self.result: Any = None
-        self.error: AdapterError | None = None
-        self.last_activity = time.monotonic()
-        self.in_callback = 0  # the harness is answering the driver: the clock is stopped
+
+class _Clock:
+    """A call's bound in driver time: paused while the harness answers a callback."""
+
+    def __init__(self, timeout: float) -> None:
+        self._lock = threading.Lock()
+        self._deadline = time.monotonic() + timeout
+        self._paused_at: float | None = None
+
+    def pause(self) -> None:
+        with self._lock:
+            self._paused_at = time.monotonic()
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._paused_at is not None:
+                self._deadline += time.monotonic() - self._paused_at
+                self._paused_at = None
+
+    def remaining(self) -> float | None:
+        """Seconds left, or None while paused."""
+        with self._lock:
+            if self._paused_at is not None:
+                return None
+            return self._deadline - time.monotonic()
 
 
 class _Turn:
     """The callbacks of the `ask` in flight for one session."""
 
-    def __init__(self, approve: Approver, acknowledge: Acknowledger, call: _Call) -> None:
+    def __init__(self, approve: Approver, acknowledge: Acknowledger, clock: _Clock) -> None:
         self.approve = approve
         self.acknowledge = acknowledge
-        self.call = call
+        self.clock = clock
         self.callback_error: BaseException | None = None
 
 
+class _StderrCopy:
+    """Copies a driver's stderr to ours, made visible and bounded; keeps the last lines."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        self._thread = threading.Thread(target=self._copy, name="driver stderr", daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        shown = 0
+        while True:
+            try:
+                line = self._stream.readline(64 * 1024)
+            except (OSError, ValueError):
+                return
+            if not line:
+                return
+            text = visible(line.decode("utf-8", "replace").rstrip("\n"))
+            self.tail.append(text[:300])
+            if shown < STDERR_LIMIT:
+                shown += len(line)
+                note = " [driver stderr: the rest is not shown]" if shown >= STDERR_LIMIT else ""
+                try:
+                    sys.stderr.write(f"{text}{note}\n")
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
 class _Process:
-    """One running driver process and its reader thread."""
+    """One running driver process: its peer, its callback worker, its stderr copy."""
 
     def __init__(self, argv: list[str], command: str) -> None:
         self.command = command
@@ -99,140 +175,59 @@ class _Process:
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=None,  # passed through to the harness's stderr, never parsed
+                stderr=subprocess.PIPE,
                 start_new_session=True,  # so the driver and everything it spawned can be killed
             )
         except OSError as exc:
-            raise AdapterError(
+            raise HandshakeError(
                 f"cannot start the driver command {command!r}: {exc.strerror or exc}"
             ) from None
-        self.write_lock = threading.Lock()
-        self.lock = threading.Lock()
-        self.pending: dict[int, _Call] = {}
+        RESOURCES.track_group(self.popen.pid)
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        assert self.popen.stderr is not None
+        self.stderr = _StderrCopy(self.popen.stderr)
         self.turns: dict[str, _Turn] = {}
-        self.failure: str | None = None
-        self.ids = itertools.count(1)
-        self.reader = threading.Thread(target=self._read, name="driver-reader", daemon=True)
-        self.reader.start()
+        self.turns_lock = threading.Lock()
+        self.peer = Peer(
+            self.popen.stdout,
+            self.popen.stdin,
+            name="the driver",
+            strict=True,
+            accepts=("approve", "acknowledge"),
+            on_failure=self._on_failure,
+            end_reason=self._death_reason,
+        )
+        self.worker = threading.Thread(target=self._serve, name="driver callbacks", daemon=True)
+        # The leader's exit ends the driver even while a child it started holds its stdout
+        # open (then no end of input ever comes).
+        self.watcher = threading.Thread(target=self._watch, name="driver exit", daemon=True)
+        self.peer.start()
+        self.worker.start()
+        self.watcher.start()
 
-    # -- sending --
+    @property
+    def failure(self) -> str | None:
+        return self.peer.failure
 
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.popen.stdin is not None
-        try:
-            with self.write_lock:
-                self.popen.stdin.write(frame(message))
-                self.popen.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            self.fail(self._death_reason())
+    def reason(self, text: str) -> str:
+        """A failure reason with the command and the driver's last stderr lines."""
+        if self.popen.poll() is not None:
+            self.stderr.join(0.5)  # its last words, once it has exited
+        tail = " | ".join(line for line in self.stderr.tail if line.strip())
+        said = f"; its stderr ended: {tail}" if tail else ""
+        return f"{text} [driver command: {self.command}{said}]"
 
-    def request(self, method: str, params: dict[str, Any]) -> tuple[int, _Call]:
-        call = _Call(method)
-        with self.lock:
-            if self.failure is not None:
-                raise AdapterError(self.failure)
-            rid = next(self.ids)
-            self.pending[rid] = call
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return rid, call
+    # -- the driver's requests to the harness, answered in order on one worker thread --
 
-    # -- receiving --
-
-    def _read(self) -> None:
-        assert self.popen.stdout is not None
-        stream = self.popen.stdout
+    def _serve(self) -> None:
         while True:
-            try:
-                line = stream.readline(MAX_LINE)
-            except (OSError, ValueError):
-                line = b""
-            if not line:
-                self.fail(self._death_reason())
+            request = self.peer.next_request()
+            if request is None:
                 return
-            if not line.endswith(b"\n") and len(line) >= MAX_LINE:
-                self.fail(f"the driver sent a message over {MAX_LINE} bytes")
-                return
-            if not line.strip():
-                continue
-            try:
-                message = parse_line(line)
-            except WireError as exc:
-                self.fail(f"the driver broke the protocol: {exc}")
-                return
-            self._touch()
-            if "method" in message:
-                self._on_request(message)
-            else:
-                self._on_response(message)
-
-    def _touch(self) -> None:
-        now = time.monotonic()
-        with self.lock:
-            for call in self.pending.values():
-                call.last_activity = now
-
-    def _on_response(self, message: dict[str, Any]) -> None:
-        with self.lock:
-            call = self.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
-        if call is None:
-            self.fail(f"the driver answered a request it was never sent (id {message['id']!r})")
-            return
-        if "error" in message:
-            error = message["error"]
-            text = error.get("message") if isinstance(error, dict) else None
-            if not isinstance(text, str):
-                text = repr(error)
-            call.error = AdapterError(f"the driver's {call.method} failed: {text}")
-        else:
-            call.result = message["result"]
-        call.done.set()
-
-    def _on_request(self, message: dict[str, Any]) -> None:
-        threading.Thread(
-            target=self._answer, args=(message,), name="driver-callback", daemon=True
-        ).start()
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        rid = message.get("id")
-        method = message["method"]
-        params = message.get("params") or {}
-        if method not in ("approve", "acknowledge"):
-            if rid is not None:
-                self._reply_error(rid, METHOD_NOT_FOUND, f"the harness has no method {method!r}")
-            return
-        turn = self._turn_for(params)
-        if turn is None:
-            self._reply_error(rid, CALLBACK_FAILED, f"{method} arrived while no ask is in flight")
-            return
-        with self.lock:
-            turn.call.in_callback += 1
-        try:
-            if method == "approve":
-                body = {k: v for k, v in params.items() if k != "session"}
-                answer: Any = turn.approve(decode(Confirmation, body, "approve params"))
-                if not isinstance(answer, str):
-                    raise TypeError("the approval callback must return a string")
-            else:
-                prompt = params.get("prompt")
-                if not isinstance(prompt, str):
-                    raise WireError("acknowledge params.prompt: expected a string")
-                answer = bool(turn.acknowledge(prompt))
-        except WireError as exc:
-            self._reply_error(rid, CALLBACK_FAILED, str(exc))
-            turn.callback_error = AdapterError(f"the driver sent a malformed {method}: {exc}")
-            return
-        except BaseException as exc:  # a case's callback may assert: surfaced from ask
-            turn.callback_error = exc
-            self._reply_error(rid, CALLBACK_FAILED, f"the harness's {method} callback failed")
-            return
-        finally:
-            with self.lock:
-                turn.call.in_callback -= 1
-                turn.call.last_activity = time.monotonic()
-        self.send({"jsonrpc": "2.0", "id": rid, "result": answer})
+            self._answer(request)
 
     def _turn_for(self, params: dict[str, Any]) -> _Turn | None:
-        with self.lock:
+        with self.turns_lock:
             session = params.get("session")
             if isinstance(session, str) and session in self.turns:
                 return self.turns[session]
@@ -240,10 +235,48 @@ class _Process:
                 return next(iter(self.turns.values()))
         return None
 
-    def _reply_error(self, rid: Any, code: int, text: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": text}})
+    def _answer(self, request: Request) -> None:
+        method, params = request.method, request.params
+        turn = self._turn_for(params)
+        if turn is None:
+            self.peer.reply_error(
+                request.id, CALLBACK_FAILED, f"{method} arrived while no ask is in flight"
+            )
+            return
+        turn.clock.pause()
+        try:
+            answer: str | bool
+            if method == "approve":
+                body = {k: v for k, v in params.items() if k != "session"}
+                reply = turn.approve(decode(Confirmation, body, "approve params"))
+                if not isinstance(reply, str):
+                    raise TypeError("the approval callback must return a string")
+                answer = reply
+            else:
+                prompt = params.get("prompt")
+                if not isinstance(prompt, str):
+                    raise WireError("acknowledge params.prompt: expected a string")
+                answer = bool(turn.acknowledge(prompt))
+        except WireError as exc:
+            turn.callback_error = AdapterError(f"the driver sent a malformed {method}: {exc}")
+            self.peer.reply_error(request.id, CALLBACK_FAILED, str(exc))
+            return
+        except BaseException as exc:  # a case's callback may assert: surfaced from ask
+            turn.callback_error = exc
+            self.peer.reply_error(
+                request.id, CALLBACK_FAILED, f"the harness's {method} callback failed"
+            )
+            return
+        finally:
+            turn.clock.resume()
+        self.peer.reply(request.id, answer)
 
     # -- failing and ending --
+
+    def _watch(self) -> None:
+        status = self.popen.wait()
+        self.peer.join_reader(0.5)  # what it wrote before exiting is read first
+        self.peer.fail(f"the driver exited (status {status})")
 
     def _death_reason(self) -> str:
         try:
@@ -252,59 +285,45 @@ class _Process:
             return "the driver closed its output"
         return f"the driver exited (status {status})"
 
-    def fail(self, reason: str) -> None:
-        """Mark the process broken, fail every waiting call, and kill it."""
-        with self.lock:
-            if self.failure is None:
-                self.failure = f"{reason} [driver command: {self.command}]"
-            calls = list(self.pending.values())
-            self.pending.clear()
-        for call in calls:
-            call.error = AdapterError(self.failure)
-            call.done.set()
+    def _on_failure(self, reason: str) -> None:
         self.kill()
 
     def kill(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        """Kill the driver's whole process group, also when its leader has already exited
+        (what it spawned would otherwise run on), and reap the leader. Its pipes are closed
+        by the peer's own threads as they end (never from here: a close could wait on a
+        stream another thread is blocked in)."""
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             self.popen.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
             pass
-        for stream in (self.popen.stdin, self.popen.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        RESOURCES.untrack_group(self.popen.pid)
+        self.peer.fail("the driver was stopped")
 
     def close(self) -> None:
+        """Ask the driver to shut down, give it a moment, then kill its group anyway."""
         if self.failure is None and self.popen.poll() is None:
+            self.peer.request("shutdown", {}).done.wait(_CLOSE_GRACE)
+            self.peer.close("the driver was closed")  # the writer ends: the driver's stdin too
             try:
-                _, call = self.request("shutdown", {})
-                call.done.wait(_CLOSE_GRACE)
-            except AdapterError:
-                pass
-            try:
-                assert self.popen.stdin is not None
-                self.popen.stdin.close()
                 self.popen.wait(timeout=_CLOSE_GRACE)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
-        with self.lock:
-            self.failure = self.failure or "the driver was closed"
         self.kill()
-        if self.reader is not threading.current_thread():
-            self.reader.join(timeout=_CLOSE_GRACE)
+        self.peer.join_reader(_CLOSE_GRACE)
+        self.stderr.join(_CLOSE_GRACE)
 
 
 class _DriverSession:
     """A `ClientSession` whose host runs behind the driver."""
 
-    def __init__(self, adapter: DriverAdapter, sid: str, statuses: list[ServerStatus], text: str):
+    def __init__(
+        self, adapter: DriverAdapter, sid: str, statuses: tuple[ServerStatus, ...], text: str
+    ) -> None:
         self._adapter = adapter
         self.id = sid
         self.statuses = statuses
@@ -323,11 +342,25 @@ class _DriverSession:
         )
 
 
+@dataclass(frozen=True)
+class _StartResult:
+    statuses: tuple[ServerStatus, ...] = ()
+    text: str = ""
+
+
 class DriverAdapter:
     """An `mcp_host_conformance.harness.adapter.Adapter` for a host driven by `command`
-    (split with shlex, no shell)."""
+    (split with shlex, no shell). Every bound is multiplied by `timeout_scale`."""
 
-    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        command: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        timeout_scale: float = 1.0,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        silence_budget: float | None = None,
+    ) -> None:
         try:
             self.argv = shlex.split(command)
         except ValueError as exc:
@@ -335,7 +368,13 @@ class DriverAdapter:
         if not self.argv:
             raise AdapterError("the driver command is empty")
         self.command = command
-        self.timeout = timeout
+        self.timeout = timeout * timeout_scale
+        self.handshake_timeout = handshake_timeout * timeout_scale
+        self.silence_budget = (
+            silence_budget if silence_budget is not None else SILENCE_BUDGET_CALLS * self.timeout
+        )
+        self.silence_spent = 0.0  # seconds lost, run-wide, to calls the driver never answered
+        self._exhausted: str | None = None
         self._process: _Process | None = None
         self._lock = threading.Lock()
 
@@ -359,8 +398,8 @@ class DriverAdapter:
         result = self._call("start", {"options": encode(options)})
         if not isinstance(result, dict) or not isinstance(result.get("session"), str):
             raise self._broken("start", "result.session: expected a string")
-        statuses = self._decode(_StartResult, result, "start")
-        return _DriverSession(self, result["session"], statuses.statuses, statuses.text)
+        started = self._decode(_StartResult, result, "start")
+        return _DriverSession(self, result["session"], started.statuses, started.text)
 
     def close(self) -> None:
         """Stop the driver process (it is started again if the adapter is used again)."""
@@ -368,56 +407,51 @@ class DriverAdapter:
             process, self._process = self._process, None
         if process is not None:
             process.close()
+            _LIVE.discard(process)
 
     # -- plumbing --
 
     def _ensure(self) -> _Process:
         with self._lock:
+            if self._exhausted is not None:
+                raise AdapterError(self._exhausted)
             if self._process is not None and self._process.failure is None:
                 return self._process
             if self._process is not None:
                 self._process.kill()
+                _LIVE.discard(self._process)
             process = _Process(self.argv, self.command)
             _LIVE.add(process)
             self._process = process
         try:
-            _, call = process.request("initialize", {"protocol": PROTOCOL})
-            result = self._wait(process, call)
+            pending = process.peer.request("initialize", {"protocol": PROTOCOL})
+            result = self._wait(process, pending, _Clock(self.handshake_timeout))
         except AdapterError as exc:
-            raise AdapterError(f"driver handshake failed: {exc}") from None
+            raise HandshakeError(f"the driver failed its handshake: {exc}") from None
         spoken = result.get("protocol") if isinstance(result, dict) else None
         if spoken != PROTOCOL:
-            process.fail(f"the driver speaks protocol {spoken!r}, the harness {PROTOCOL!r}")
-            raise AdapterError(process.failure or "protocol mismatch")
+            reason = process.reason(
+                f"the driver speaks protocol {str(spoken)[:80]!r}, the harness {PROTOCOL!r}"
+            )
+            process.peer.fail(reason)
+            raise HandshakeError(f"the driver failed its handshake: {reason}")
         return process
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
         process = self._ensure()
-        _, call = process.request(method, params)
-        return self._wait(process, call)
+        pending = process.peer.request(method, params)
+        return self._wait(process, pending, _Clock(self.timeout))
 
     def _ask(self, sid: str, question: str, approve: Approver, acknowledge: Acknowledger) -> Any:
         process = self._ensure()
-        call = _Call("ask")
-        turn = _Turn(approve, acknowledge, call)
-        with process.lock:
+        clock = _Clock(self.timeout)
+        turn = _Turn(approve, acknowledge, clock)
+        with process.turns_lock:
             process.turns[sid] = turn
         try:
-            with process.lock:
-                if process.failure is not None:
-                    raise AdapterError(process.failure)
-                rid = next(process.ids)
-                process.pending[rid] = call
-            process.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "method": "ask",
-                    "params": {"session": sid, "question": question},
-                }
-            )
+            pending = process.peer.request("ask", {"session": sid, "question": question})
             try:
-                result = self._wait(process, call)
+                result = self._wait(process, pending, clock)
             except AdapterError:
                 if turn.callback_error is not None:
                     raise turn.callback_error from None
@@ -426,24 +460,45 @@ class DriverAdapter:
                 raise turn.callback_error
             return result
         finally:
-            with process.lock:
+            with process.turns_lock:
                 process.turns.pop(sid, None)
 
-    def _wait(self, process: _Process, call: _Call) -> Any:
-        while not call.done.is_set():
-            if call.in_callback:  # the harness is answering: not the driver's time
-                call.done.wait(0.2)
+    def _wait(self, process: _Process, pending: Pending, clock: _Clock) -> Any:
+        began = time.monotonic()
+        while not pending.done.is_set():
+            left = clock.remaining()
+            if left is None:  # the harness is answering the driver: not the driver's time
+                pending.done.wait(0.1)
                 continue
-            remaining = call.last_activity + self.timeout - time.monotonic()
-            if remaining <= 0:
-                process.fail(f"the driver did not answer {call.method} within {self.timeout:g} s")
+            if left <= 0:
+                bound = self.handshake_timeout if pending.method == "initialize" else self.timeout
+                self._spend(time.monotonic() - began)
+                process.peer.fail(
+                    process.reason(f"the driver did not answer {pending.method} within {bound:g} s")
+                )
                 break
-            call.done.wait(remaining)
-        if call.error is not None:
-            raise call.error
-        return call.result
+            pending.done.wait(left)
+        if pending.failure is not None:
+            raise AdapterError(
+                pending.failure
+                if "[driver command:" in pending.failure
+                else process.reason(pending.failure)
+            )
+        if pending.error is not None:
+            raise AdapterError(f"the driver's {pending.method} failed: {pending.error.message}")
+        return pending.result
 
-    def _decode(self, cls: type, result: Any, method: str) -> Any:
+    def _spend(self, seconds: float) -> None:
+        with self._lock:
+            self.silence_spent += seconds
+            if self.silence_spent >= self.silence_budget and self._exhausted is None:
+                self._exhausted = (
+                    f"the driver left {self.silence_spent:.0f} s of calls unanswered, the run's "
+                    f"budget ({self.silence_budget:g} s); the harness no longer waits for it "
+                    f"[driver command: {self.command}]"
+                )
+
+    def _decode(self, cls: type[T], result: Any, method: str) -> T:
         try:
             return decode(cls, result, f"{method} result")
         except WireError as exc:
@@ -451,12 +506,6 @@ class DriverAdapter:
 
     def _broken(self, method: str, detail: str) -> AdapterError:
         return AdapterError(f"the driver answered {method} with a malformed result: {detail}")
-
-
-@dataclass
-class _StartResult:
-    statuses: list[ServerStatus] = field(default_factory=list)
-    text: str = ""
 
 
 # Every live driver process, killed at interpreter exit if nobody closed it.
@@ -467,3 +516,4 @@ _LIVE: weakref.WeakSet[_Process] = weakref.WeakSet()
 def _kill_leftovers() -> None:  # pragma: no cover - runs at exit
     for process in list(_LIVE):
         process.kill()
+        process.peer.join_reader(1.0)  # its reader ends before the interpreter does

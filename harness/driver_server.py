@@ -2,9 +2,11 @@
 
 Strategy: `serve(adapter)` is the whole driver of a Python host: the reference client's
 `mcp-reference-host driver` is `serve(ReferenceAdapter())`, and it is how the protocol is
-tested end to end. Requests are read on the calling thread; `ask` runs on its own thread so
-that `cancel` and the harness's answers to `approve` / `acknowledge` are read while the
-turn is in flight; every other operation runs inline, in order.
+tested end to end. The connection is one `mcp_host_conformance.harness.jsonrpc.Peer`
+(lenient: a line it cannot parse is answered with a parse error, a late answer is
+ignored). Requests are served in order on the calling thread, except `ask`, which runs on
+a thread of its own (at most `MAX_ASKS` at once) so that `cancel` and the harness's answers
+to `approve` / `acknowledge` keep flowing while the turn is in flight.
 
 The protocol owns stdout. When serving on the process's real stdout, the protocol stream
 is moved to a duplicate of file descriptor 1, and fd 1 (and `sys.stdout`) is pointed at
@@ -14,12 +16,12 @@ stderr, so a host that prints, or a child process that inherits stdout, cannot c
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from mcp_host_conformance.harness.adapter import (
     Adapter,
@@ -28,127 +30,98 @@ from mcp_host_conformance.harness.adapter import (
     StartOptions,
 )
 from mcp_host_conformance.harness.driver_wire import (
-    ADAPTER_FAILED,
-    INVALID_PARAMS,
-    MAX_LINE,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
     PROTOCOL,
     WireError,
     decode,
     decode_server,
     encode,
-    parse_line,
+)
+from mcp_host_conformance.harness.jsonrpc import (
+    ADAPTER_FAILED,
+    BUSY,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Peer,
+    Request,
 )
 
-__all__ = ["HarnessError", "serve"]
+__all__ = ["MAX_ASKS", "HarnessError", "serve"]
+
+MAX_ASKS: Final = 16  # turns in flight at once
 
 
 class HarnessError(RuntimeError):
     """The harness answered a callback with an error, or went away during a turn."""
 
 
+Operation = Callable[[dict[str, Any]], Any]
+
+
 class _Server:
-    def __init__(self, adapter: Adapter, stdout: IO[str]) -> None:
+    def __init__(self, adapter: Adapter, peer: Peer) -> None:
         self.adapter = adapter
-        self.out = stdout
-        self.write_lock = threading.Lock()
+        self.peer = peer
         self.lock = threading.Lock()
         self.sessions: dict[str, ClientSession] = {}
         self.session_ids = itertools.count(1)
-        self.request_ids = itertools.count(1)
-        self.waiting: dict[str, tuple[threading.Event, dict[str, Any]]] = {}
         self.asks: list[threading.Thread] = []
-        self.closed = threading.Event()
-
-    # -- writing --
-
-    def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, separators=(",", ":")) + "\n"
-        with self.write_lock:
-            self.out.write(line)
-            self.out.flush()
-
-    def reply(self, rid: Any, result: Any) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "result": result})
-
-    def reply_error(self, rid: Any, code: int, text: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": text}})
 
     # -- requests to the harness (during ask) --
 
     def call_harness(self, method: str, params: dict[str, Any]) -> Any:
-        rid = f"d{next(self.request_ids)}"
-        event = threading.Event()
-        slot: dict[str, Any] = {}
-        with self.lock:
-            if self.closed.is_set():
-                raise HarnessError(f"the harness went away before answering {method}")
-            self.waiting[rid] = (event, slot)
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        event.wait()
-        if "error" in slot:
-            raise HarnessError(f"the harness's {method} failed: {slot['error']}")
-        return slot.get("result")
-
-    def on_response(self, message: dict[str, Any]) -> None:
-        with self.lock:
-            entry = self.waiting.pop(message["id"], None)
-        if entry is None:
-            return  # an answer to nothing we asked: ignore, the harness may be late
-        event, slot = entry
-        if "error" in message:
-            error = message["error"]
-            slot["error"] = error.get("message") if isinstance(error, dict) else error
-        else:
-            slot["result"] = message["result"]
-        event.set()
+        pending = self.peer.request(method, params)
+        pending.done.wait()
+        if pending.failure is not None:
+            raise HarnessError(f"the harness went away before answering {method}")
+        if pending.error is not None:
+            raise HarnessError(f"the harness's {method} failed: {pending.error.message}")
+        return pending.result
 
     # -- dispatch --
 
-    def handle(self, message: dict[str, Any]) -> bool:
-        """Handle one request; False when the harness asked to shut down."""
-        rid = message.get("id")
-        method = message["method"]
-        params = message.get("params") or {}
-        if not isinstance(params, dict):
-            self.reply_error(rid, INVALID_PARAMS, "params: expected an object")
+    def handle(self, request: Request) -> bool:
+        """Serve one request; False when the harness asked to shut down."""
+        if request.method == "ask":
+            with self.lock:
+                self.asks = [t for t in self.asks if t.is_alive()]
+                busy = len(self.asks) >= MAX_ASKS
+                if not busy:
+                    thread = threading.Thread(
+                        target=self.run, args=(request,), name="driver-ask", daemon=True
+                    )
+                    self.asks.append(thread)
+            if busy:
+                self.peer.reply_error(request.id, BUSY, f"more than {MAX_ASKS} turns in flight")
+            else:
+                thread.start()
             return True
-        if method == "ask":
-            thread = threading.Thread(
-                target=self.run, args=(rid, method, params), name="driver-ask", daemon=True
-            )
-            self.asks.append(thread)
-            thread.start()
-            return True
-        self.run(rid, method, params)
-        return method != "shutdown"
+        self.run(request)
+        return request.method != "shutdown"
 
-    def run(self, rid: Any, method: str, params: dict[str, Any]) -> None:
-        operation = getattr(self, f"op_{method}", None)
+    def run(self, request: Request) -> None:
+        operation: Operation | None = getattr(self, f"op_{request.method}", None)
         if operation is None:
-            if rid is not None:
-                self.reply_error(rid, METHOD_NOT_FOUND, f"unknown method {method!r}")
+            self.peer.reply_error(
+                request.id, METHOD_NOT_FOUND, f"unknown method {request.method!r}"
+            )
             return
         try:
-            result = operation(params)
+            result = operation(request.params)
         except (WireError, KeyError, TypeError) as exc:
-            if isinstance(exc, KeyError):
-                exc = WireError(f"params.{exc.args[0]}: missing")
-            self.reply_error(rid, INVALID_PARAMS, str(exc))
+            text = f"params.{exc.args[0]}: missing" if isinstance(exc, KeyError) else str(exc)
+            self.peer.reply_error(request.id, INVALID_PARAMS, text)
             return
         except Exception as exc:  # the host failed: the harness reports it as AdapterError
-            self.reply_error(rid, ADAPTER_FAILED, f"{type(exc).__name__}: {exc}")
+            self.peer.reply_error(request.id, ADAPTER_FAILED, f"{type(exc).__name__}: {exc}")
             return
-        if rid is not None:
-            self.reply(rid, result)
+        self.peer.reply(request.id, result)
 
     def session(self, params: dict[str, Any]) -> ClientSession:
         sid = params["session"]
         with self.lock:
-            session = self.sessions.get(sid)
+            session = self.sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
-            raise WireError(f"params.session: no session {sid!r}")
+            raise WireError(f"params.session: no session {str(sid)[:80]!r}")
         return session
 
     # -- the operations --
@@ -179,7 +152,7 @@ class _Server:
         sid = f"s{next(self.session_ids)}"
         with self.lock:
             self.sessions[sid] = session
-        return {"session": sid, "statuses": encode(session.statuses), "text": session.text}
+        return {"session": sid, "statuses": encode(list(session.statuses)), "text": session.text}
 
     def op_ask(self, params: dict[str, Any]) -> Any:
         session = self.session(params)
@@ -223,16 +196,6 @@ class _Server:
             except Exception as exc:  # best effort while going away
                 print(f"driver: stopping a session failed: {exc}", file=sys.stderr)
 
-    def close(self) -> None:
-        """The harness went away: release every callback still waiting on it."""
-        with self.lock:
-            self.closed.set()
-            waiting = list(self.waiting.values())
-            self.waiting.clear()
-        for event, slot in waiting:
-            slot["error"] = "the harness closed the connection"
-            event.set()
-
 
 def decode_path(value: Any, name: str) -> Path:
     if not isinstance(value, str):
@@ -240,42 +203,44 @@ def decode_path(value: Any, name: str) -> Path:
     return Path(value)
 
 
-def _protocol_stdout() -> IO[str]:
+def _protocol_stdout() -> IO[bytes]:
     """A private stream for the protocol; fd 1 and sys.stdout now go to stderr."""
     sys.stdout.flush()
-    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return protocol
 
 
-def serve(adapter: Adapter, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
+def serve(
+    adapter: Adapter, incoming: IO[bytes] | None = None, outgoing: IO[bytes] | None = None
+) -> int:
     """Serve `adapter` over the driver protocol until the harness shuts it down or closes
-    stdin; returns the exit status for the driver command (0)."""
-    stdin = stdin if stdin is not None else sys.stdin
-    if stdout is None or stdout is sys.stdout:
-        stdout = _protocol_stdout()
-    server = _Server(adapter, stdout)
+    its end; returns the exit status for the driver command (0)."""
+    incoming = incoming if incoming is not None else sys.stdin.buffer
+    outgoing = outgoing if outgoing is not None else _protocol_stdout()
+    peer = Peer(
+        incoming,
+        outgoing,
+        name="the harness",
+        strict=False,
+        id_prefix="d",
+        end_reason=lambda: "the harness closed the connection",
+    ).start()
+    server = _Server(adapter, peer)
     try:
         while True:
-            line = stdin.readline(MAX_LINE)
-            if not line:
-                break
-            if not line.strip():
-                continue
-            try:
-                message = parse_line(line)
-            except WireError as exc:
-                server.reply_error(None, PARSE_ERROR, str(exc))
-                continue
-            if "method" not in message:
-                server.on_response(message)
-                continue
-            if not server.handle(message):
+            request = peer.next_request()
+            if request is None or not server.handle(request):
                 break
     finally:
-        server.close()
         server.stop_all()
-        for thread in server.asks:
+        peer.close("the driver is shutting down")
+        with server.lock:
+            asks = list(server.asks)
+        for thread in asks:
             thread.join(timeout=5)
+        # The harness closes our stdin once it has the shutdown's answer: let the reader see
+        # that end before the interpreter finalizes stdin under it.
+        peer.join_reader(5.0)
     return 0

@@ -1,55 +1,44 @@
-"""The driver protocol's wire format: adapter dataclasses to JSON and back, and framing.
+"""The driver protocol's values: adapter dataclasses to JSON and back.
 
 Strategy: the adapter contract's dataclasses cross the wire as JSON objects with the same
-field names (paths as strings, profiles as a list, a server config tagged with `type`), so
-the protocol documentation is the dataclass definitions in
-`mcp_host_conformance.harness.adapter`. Decoding is strict: a field of the wrong type is a
-`WireError` naming the field, which the harness reports as the client's failure rather
-than letting a half-filled record reach a case. Pure functions only; the I/O lives in
+field names (paths as strings, tuples and profiles as lists, a server config tagged with
+`type`), so the protocol documentation is the dataclass definitions in
+`mcp_host_conformance.harness.adapter`. Decoding is strict: a field of the wrong type (or
+a call status outside the closed set) is a `WireError` naming the field, which the harness
+reports as the client's failure rather than letting a half-filled record reach a case.
+Pure functions only; the framing is `mcp_host_conformance.harness.jsonrpc`, the I/O is in
 `mcp_host_conformance.harness.driver` and `mcp_host_conformance.harness.driver_server`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, TypeVar
 
 from mcp_host_conformance.harness.adapter import HttpServer, ServerConfig, StdioServer
+from mcp_host_conformance.harness.jsonrpc import WireError
 
 __all__ = [
-    "MAX_LINE",
     "PROTOCOL",
     "WireError",
     "decode",
     "decode_server",
     "encode",
     "encode_server",
-    "frame",
-    "parse_line",
 ]
 
-PROTOCOL = "mcp-host-conformance-driver/1"
-MAX_LINE = 32 * 1024 * 1024  # one message; larger is a protocol violation
+PROTOCOL: Final = "mcp-host-conformance-driver/1"
 
-# JSON-RPC error codes used by the protocol.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-ADAPTER_FAILED = -32000  # the adapter (the host under test) raised
-CALLBACK_FAILED = -32001  # the harness's approve/acknowledge callback raised
-
-
-class WireError(ValueError):
-    """A message or a value does not have the shape the protocol requires."""
+T = TypeVar("T")
 
 
 def encode(value: Any) -> Any:
-    """A JSON-able form of an adapter value (dataclass, Path, frozenset, list, dict, scalar)."""
+    """A JSON-able form of an adapter value (dataclass, Path, frozenset, sequence, mapping,
+    scalar)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Path):
@@ -58,7 +47,7 @@ def encode(value: Any) -> Any:
         return sorted(encode(v) for v in value)
     if isinstance(value, list | tuple):
         return [encode(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): encode(v) for k, v in value.items()}
     return value
 
@@ -79,6 +68,16 @@ def decode_server(obj: Any) -> ServerConfig:
     raise WireError(f"server.type: expected 'http' or 'stdio', got {obj.get('type')!r}")
 
 
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _sequence(item: Any, value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise WireError(f"{where}: expected a list, got {_type_name(value)}")
+    return [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
 def _convert(hint: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
@@ -89,42 +88,49 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
         return _convert(options[0], value, where)
     if hint is Any:
         return value
+    if origin is Literal:
+        if value not in args or not isinstance(value, str):
+            allowed = ", ".join(repr(a) for a in args)
+            raise WireError(f"{where}: expected one of {allowed}, got {str(value)[:60]!r}")
+        return value
     if hint is Path:
         if not isinstance(value, str):
-            raise WireError(f"{where}: expected a path string, got {type(value).__name__}")
+            raise WireError(f"{where}: expected a path string, got {_type_name(value)}")
         return Path(value)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise WireError(f"{where}: expected a number, got {type(value).__name__}")
+            raise WireError(f"{where}: expected a number, got {_type_name(value)}")
         return float(value)
     if hint in (str, bool, int):
         if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
-            raise WireError(f"{where}: expected {hint.__name__}, got {type(value).__name__}")
+            raise WireError(f"{where}: expected {hint.__name__}, got {_type_name(value)}")
         return value
+    if origin is tuple:  # only the homogeneous tuple[X, ...] appears in the contract
+        return tuple(_sequence(args[0], value, where))
     if origin in (list, frozenset):
-        if not isinstance(value, list):
-            raise WireError(f"{where}: expected a list, got {type(value).__name__}")
-        items = [_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = _sequence(args[0], value, where)
         return frozenset(items) if origin is frozenset else items
-    if origin is dict:
+    if origin in (dict, Mapping):
         if not isinstance(value, dict):
-            raise WireError(f"{where}: expected an object, got {type(value).__name__}")
+            raise WireError(f"{where}: expected an object, got {_type_name(value)}")
         return {
             _convert(args[0], k, f"{where} key"): _convert(args[1], v, f"{where}.{k}")
             for k, v in value.items()
         }
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return decode(hint, value, where)
     raise WireError(f"{where}: unsupported type {hint!r}")  # pragma: no cover - contract types
 
 
-def decode(cls: type, obj: Any, where: str | None = None) -> Any:
+def decode(cls: type[T], obj: Any, where: str | None = None) -> T:
     """An instance of the dataclass `cls` from its JSON object; WireError naming the field
     otherwise. Unknown fields are ignored (newer drivers may send more); missing fields
     with a default take it."""
     where = where or cls.__name__
     if not isinstance(obj, dict):
-        raise WireError(f"{where}: expected an object, got {type(obj).__name__}")
+        raise WireError(f"{where}: expected an object, got {_type_name(obj)}")
+    if not dataclasses.is_dataclass(cls):  # pragma: no cover - contract types only
+        raise TypeError(f"{cls!r} is not a dataclass")
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
@@ -132,30 +138,7 @@ def decode(cls: type, obj: Any, where: str | None = None) -> Any:
             kwargs[f.name] = _convert(hints[f.name], obj[f.name], f"{where}.{f.name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise WireError(f"{where}.{f.name}: missing")
-    return cls(**kwargs)
-
-
-def frame(message: dict[str, Any]) -> bytes:
-    """One message as one line (JSON never contains a raw newline)."""
-    return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def parse_line(line: bytes | str) -> dict[str, Any]:
-    """A JSON-RPC 2.0 message from one line; WireError if it is not one."""
     try:
-        message = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise WireError(f"not JSON ({exc.__class__.__name__}): {_preview(line)}") from None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        raise WireError(f"not a JSON-RPC 2.0 message: {_preview(line)}")
-    is_request = isinstance(message.get("method"), str)
-    is_response = "id" in message and ("result" in message or "error" in message)
-    if not (is_request or is_response):
-        raise WireError(f"neither a request nor a response: {_preview(line)}")
-    return message
-
-
-def _preview(line: bytes | str, limit: int = 120) -> str:
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    text = text.strip()
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:  # a record's own check (e.g. a status)
+        raise WireError(f"{where}: {exc}") from None

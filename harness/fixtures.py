@@ -5,8 +5,11 @@ project, the mock model, the HTTP and stdio mocks, the client) and tears it all 
 fixed order whatever the test did: the client first (so it can still talk to its mocks
 while stopping), then any stdio process the client left behind (harness cleanup, not a
 check: STDIO-5 is checked by its case before teardown), then the mocks and the model,
-then the temp dirs. Mocks are imported lazily, so loading the plugin in an unrelated
-pytest run costs nothing.
+then the temp dirs. Case dirs live under the process's run root and files the mocks keep
+for the whole process (a TLS CA) are tracked, so SIGTERM or a crash leaves nothing behind
+either (`mcp_host_conformance.harness.run_cleanup`). Mock classes are imported lazily, so
+loading the plugin in an unrelated pytest run costs nothing; cases see them through the
+protocols of `mcp_host_conformance.harness.mock_contract`.
 """
 
 from __future__ import annotations
@@ -17,15 +20,35 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from mcp_host_conformance.harness.adapter import Adapter, Description
-from mcp_host_conformance.harness.canaries import Secrets
+from mcp_host_conformance.harness.canaries import REGISTRY, Secrets
+from mcp_host_conformance.harness.client_under_test import (
+    client_adapter,
+    client_description,
+    timeout_scale,
+)
 from mcp_host_conformance.harness.hostrun import Host, Timeouts
+from mcp_host_conformance.harness.mock_contract import (
+    Closable,
+    HttpServerMock,
+    ModelService,
+    StdioServerMock,
+)
+from mcp_host_conformance.harness.run_cleanup import RESOURCES
+from mcp_host_conformance.harness.sandbox import Network
+from mcp_host_conformance.harness.sandbox import observe as observe_network
 
-__all__ = [
+if TYPE_CHECKING:
+    from mcp_host_conformance.mocks.http_server import HttpMock
+    from mcp_host_conformance.mocks.responses import MockResponses
+    from mcp_host_conformance.mocks.spec import ServerSpec
+    from mcp_host_conformance.mocks.stdio_server import StdioMock
+
+__all__ = [  # what the plugin registers: the fixtures (and the Case type they share)
     "Case",
     "adapter",
     "case",
@@ -41,6 +64,9 @@ __all__ = [
     "timeouts",
 ]
 
+HttpMockFactory = Callable[..., "HttpMock"]  # http_mock(spec, tls=None)
+StdioMockFactory = Callable[["ServerSpec"], "StdioMock"]  # stdio_mock(spec)
+
 
 class Case:
     """Everything one test started, torn down in order at the end (see the module comment)."""
@@ -52,8 +78,8 @@ class Case:
         self.home.mkdir(mode=0o700)
         self.project.mkdir()
         self.hosts: list[Host] = []
-        self.mocks: list[Any] = []  # anything with close()
-        self.stdio_mocks: list[Any] = []
+        self.mocks: list[Closable] = []  # closed last-started first
+        self.stdio_mocks: list[StdioServerMock] = []
         self._count = 0
 
     def workdir(self, prefix: str) -> Path:
@@ -68,19 +94,20 @@ class Case:
             problems.extend(host.stop_all())
         for mock in self.stdio_mocks:
             _kill_leftovers(mock)
-        for mock in reversed(self.mocks):
+        for closable in reversed(self.mocks):
             try:
-                mock.close()
+                closable.close()
             except Exception as exc:  # noqa: BLE001 - keep closing the others
                 problems.append(exc)
         shutil.rmtree(self.root, ignore_errors=True)
         return problems
 
 
-def _kill_leftovers(mock: Any) -> None:
-    """Kill stdio mock processes still alive after the client stopped (never our own group)."""
+def _kill_leftovers(mock: StdioServerMock) -> None:
+    """Kill stdio mock processes still alive after the client stopped (their process group
+    when they lead one; never our own group)."""
     try:
-        entries = mock.journal.entries(kind="process")
+        entries = mock.process_entries()
     except Exception:  # noqa: BLE001 - a journal that cannot be read has nothing to kill
         return
     own_group = os.getpgrp()
@@ -107,16 +134,12 @@ def _kill_leftovers(mock: Any) -> None:
 @pytest.fixture(scope="session")
 def adapter(pytestconfig: pytest.Config) -> Adapter:
     """The adapter of the client under test (--client / --client-cmd)."""
-    from mcp_host_conformance.harness.plugin import client_adapter
-
     return client_adapter(pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def description(pytestconfig: pytest.Config) -> Description:
     """The client's describe(): name, version, profiles, default timeouts, project config files."""
-    from mcp_host_conformance.harness.plugin import client_description
-
     return client_description(pytestconfig)
 
 
@@ -124,53 +147,22 @@ def description(pytestconfig: pytest.Config) -> Description:
 def timeouts(pytestconfig: pytest.Config) -> Timeouts:
     """Scaled timeouts: connect 1.5 s and call 1.0 s given to the client, wait 5 s for journal
     waits, grace 0.3 s to watch for what must not happen; all times --timeout-scale."""
-    from mcp_host_conformance.harness.plugin import timeout_scale
-
     return Timeouts.scaled(timeout_scale(pytestconfig))
 
 
 @pytest.fixture(scope="session")
-def network() -> Any:
+def network() -> Network:
     """The network the run sees (`mcp_host_conformance.harness.sandbox.Network`): `isolated`
     (sealed: loopback, `remote_address` and `private_addresses` only) or not, with the reason."""
-    from mcp_host_conformance.harness.sandbox import observe
-
-    return observe()
+    return observe_network()
 
 
 # ---- per case ------------------------------------------------------------------------------
 
 
-TMPDIR_ENV = "MCP_HOST_CONFORMANCE_TMPDIR"
-_SHM = Path("/dev/shm")
-_SHM_MIN_FREE = 256 * 1024 * 1024
-
-
-def case_tmpdir(environ: Any = os.environ) -> str | None:
-    """Where case temp dirs go: $MCP_HOST_CONFORMANCE_TMPDIR, else /dev/shm when it is a
-    roomy, writable, exec-allowed tmpfs, else None (the system default).
-
-    Why: a client that fsyncs its configuration and session log (as it should) pays ~5 ms a
-    sync on a disk, hundreds of times a run, on the case's critical path; on tmpfs a sync is
-    free. What the client writes and what the case reads are the same either way.
-    """
-    chosen = environ.get(TMPDIR_ENV)
-    if chosen:
-        return chosen
-    try:
-        stat = os.statvfs(_SHM)
-    except OSError:
-        return None
-    noexec = getattr(os, "ST_NOEXEC", 0)
-    roomy = stat.f_bavail * stat.f_frsize >= _SHM_MIN_FREE
-    if roomy and not stat.f_flag & (os.ST_RDONLY | noexec) and os.access(_SHM, os.W_OK | os.X_OK):
-        return str(_SHM)
-    return None
-
-
 @pytest.fixture
 def case() -> Iterator[Case]:
-    root = Path(tempfile.mkdtemp(prefix="mcphc-", dir=case_tmpdir()))
+    root = Path(tempfile.mkdtemp(prefix="mcphc-", dir=RESOURCES.temp_root()))
     owner = Case(root)
     yield owner
     problems = owner.close()
@@ -192,41 +184,49 @@ def project(case: Case) -> Path:
 
 
 @pytest.fixture
-def model(case: Case) -> Any:
+def model(case: Case) -> ModelService:
     """A mock Responses service (`mcp_host_conformance.mocks.responses.MockResponses`),
-    started for this case."""
+    started for this case; its API key never appears in a report."""
     from mcp_host_conformance.mocks.responses import MockResponses
 
-    service = MockResponses()
+    service: MockResponses = MockResponses()
     service.start()
     case.mocks.append(service)
+    REGISTRY.add(service.api_key, "model API key")
     return service
 
 
+def _track_ca(mock: HttpServerMock) -> None:
+    # The mocks keep one CA directory per process for every TLS mock: removed at run end.
+    if mock.ca_file:
+        RESOURCES.track_path(Path(mock.ca_file).parent)
+
+
 @pytest.fixture
-def http_mock(case: Case) -> Callable[..., Any]:
+def http_mock(case: Case) -> HttpMockFactory:
     """Factory: `http_mock(spec, tls=None)` starts an HttpMock (tls: None|"trusted"|"untrusted")."""
     from mcp_host_conformance.mocks.http_server import HttpMock
 
-    def start(spec: Any, tls: str | None = None) -> Any:
+    def start(spec: ServerSpec, tls: str | None = None) -> HttpMock:
         mock = HttpMock(spec, tls=tls)
         case.mocks.append(mock)
         mock.start()
+        _track_ca(mock)
         return mock
 
     return start
 
 
 @pytest.fixture
-def stdio_mock(case: Case) -> Callable[..., Any]:
+def stdio_mock(case: Case) -> StdioMockFactory:
     """Factory: `stdio_mock(spec)` prepares a StdioMock in its own work dir
     (the client starts it)."""
     from mcp_host_conformance.mocks.stdio_server import StdioMock
 
-    def prepare(spec: Any) -> Any:
+    def prepare(spec: ServerSpec) -> StdioMock:
         mock = StdioMock(spec, case.workdir("stdio"))
         case.stdio_mocks.append(mock)
-        if callable(getattr(mock, "close", None)):
+        if isinstance(mock, Closable):
             case.mocks.append(mock)
         return mock
 
@@ -234,8 +234,10 @@ def stdio_mock(case: Case) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def host(case: Case, adapter: Adapter, model: Any, timeouts: Timeouts) -> Host:
+def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) -> Host:
     """The client under test in this case's HOME and project, with `model` as its model."""
+    if model.url is None:  # pragma: no cover - the model fixture starts it
+        raise RuntimeError("the mock model is not started")
     owner = Host(
         adapter=adapter,
         home=case.home,

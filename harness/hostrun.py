@@ -12,12 +12,13 @@ callable), recorded as they are given.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mcp_host_conformance.harness.adapter import (
     Adapter,
@@ -32,37 +33,55 @@ from mcp_host_conformance.harness.adapter import (
     Stopped,
     Turn,
 )
+from mcp_host_conformance.harness.mock_contract import HttpServerMock, StdioServerMock
 
-__all__ = ["HarnessTimeout", "Host", "Running", "Timeouts", "bounded"]
+__all__ = [
+    "Acknowledgement",
+    "Approval",
+    "HarnessTimeout",
+    "Host",
+    "Running",
+    "Timeouts",
+    "bounded",
+]
+
+T = TypeVar("T")
 
 
 class HarnessTimeout(AssertionError):
     """An adapter call did not return within the harness's bound: the client hangs."""
 
 
-def bounded(what: str, call: Callable[[], Any], bound: float) -> Any:
+class _Outcome(Generic[T]):
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: T
+        self.error: BaseException | None = None
+
+
+def bounded(what: str, call: Callable[[], T], bound: float) -> T:
     """Run `call` in a daemon thread; its result, its exception,
     or HarnessTimeout after `bound` s."""
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
+    outcome: _Outcome[T] = _Outcome()
 
     def run() -> None:
         try:
-            outcome["value"] = call()
+            outcome.value = call()
         except BaseException as exc:  # handed to the caller's thread as is
-            outcome["error"] = exc
+            outcome.error = exc
         finally:
-            done.set()
+            outcome.done.set()
 
     threading.Thread(target=run, name=f"adapter {what}", daemon=True).start()
-    if not done.wait(bound):
+    if not outcome.done.wait(bound):
         raise HarnessTimeout(
             f"the client did not return from {what} within {bound:.1f} s (the harness's bound); "
-            "it hangs (raise --timeout-scale on a slow machine)"
+            "it hangs (on a slow machine, raise --timeout-scale: "
+            "`mcp-host-conformance run --timeout-scale 3`)"
         )
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.value
 
 
 @dataclass(frozen=True)
@@ -91,21 +110,29 @@ class Timeouts:
         return 15 * self.scale
 
 
+# What the person answers at each approval prompt: one answer for all ("y", "n", "" or any
+# text), a list consumed in order, or a callable of the confirmation.
 Approval = str | Sequence[str] | Callable[[Confirmation], str]
+# What the person answers at each acknowledgement prompt, likewise.
 Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
 
 
-def _policy(answer: Any, default: Any) -> Callable[[Any], Any]:
+def _approver(answer: Approval) -> Callable[[Confirmation], str]:
     if callable(answer):
         return answer
-    if isinstance(answer, str | bool):
+    if isinstance(answer, str):
+        return lambda _confirmation: answer
+    queue = list(answer)  # consumed in order, then Enter ("")
+    return lambda _confirmation: queue.pop(0) if queue else ""
+
+
+def _acknowledger(answer: Acknowledgement) -> Callable[[str], bool]:
+    if callable(answer):
+        return answer
+    if isinstance(answer, bool):
         return lambda _prompt: answer
-    queue = list(answer)
-
-    def next_answer(_prompt: Any) -> Any:
-        return queue.pop(0) if queue else default
-
-    return next_answer
+    queue = list(answer)  # consumed in order, then declined
+    return lambda _prompt: queue.pop(0) if queue else False
 
 
 class Running:
@@ -118,7 +145,7 @@ class Running:
         self.session = session
         self.options = options
         self.elapsed = elapsed  # seconds start() took (DISC-2, DISC-11)
-        self.statuses: list[ServerStatus] = list(session.statuses)
+        self.statuses: tuple[ServerStatus, ...] = tuple(session.statuses)
         self.text: str = session.text or ""
         self.turns: list[Turn] = []
         self.stopped: Stopped | None = None
@@ -140,8 +167,8 @@ class Running:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
         a callable(str) -> bool."""
-        approver = _policy(approve, "")
-        acknowledger = _policy(acknowledge, False)
+        approver = _approver(approve)
+        acknowledger = _acknowledger(acknowledge)
 
         def on_confirmation(confirmation: Confirmation) -> str:
             self.host.confirmations.append(confirmation)
@@ -186,11 +213,11 @@ class Running:
 class Host:
     """The client under test in one case: its HOME, project dir, model and what it showed."""
 
-    adapter: Adapter
+    adapter: Adapter = field(repr=False)
     home: Path
     project: Path
     model_url: str
-    model_key: str
+    model_key: str = field(repr=False)  # a secret: never in a repr, so never in a report
     timeouts: Timeouts
     seen: list[str] = field(default_factory=list)  # every piece of text the user saw, in order
     confirmations: list[Confirmation] = field(default_factory=list)
@@ -225,27 +252,41 @@ class Host:
         return shown
 
     def add_http(
-        self, name: str, mock: Any, headers: dict[str, str] | None = None, url: str | None = None
+        self,
+        name: str,
+        mock: HttpServerMock,
+        headers: dict[str, str] | None = None,
+        url: str | None = None,
     ) -> Shown:
         """Configure an HttpMock (its URL, or `url`); a TLS mock's CA becomes the CA to trust."""
-        if getattr(mock, "ca_file", None) is not None:
+        if mock.ca_file is not None:
             self.ca_file = Path(mock.ca_file)
+        address = url or mock.url
+        if address is None:
+            raise ValueError(f"add_http({name!r}): the mock is not started (it has no URL)")
         self._bind(name, mock)
-        return self.add(HttpServer(name=name, url=url or mock.url, headers=dict(headers or {})))
+        return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
 
     def _bind(self, name: str, mock: Any) -> None:
         if self.model is not None and getattr(mock, "marker_token", None):
             self.model.bind(name, mock)
 
     def add_stdio(
-        self, name: str, mock: Any, args: Sequence[str] = (), env: dict[str, str] | None = None
+        self,
+        name: str,
+        mock: StdioServerMock,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
         self._bind(name, mock)
         return self.add(
             StdioServer(
-                name=name, command=command[0], args=command[1:] + list(args), env=dict(env or {})
+                name=name,
+                command=command[0],
+                args=(*command[1:], *args),
+                env=dict(env or {}),
             )
         )
 
@@ -259,7 +300,7 @@ class Host:
         self._saw(shown.text)
         return shown
 
-    def list(self) -> Shown:
+    def list(self) -> Shown:  # noqa: A003 - the configuration command's name
         shown = bounded(
             "list_servers()",
             lambda: self.adapter.list_servers(self.home),
@@ -269,7 +310,7 @@ class Host:
         return shown
 
     # running --------------------------------------------------------------------------------
-    def options(self, **overrides: Any) -> StartOptions:
+    def options(self, **overrides: Any) -> StartOptions:  # StartOptions' own field types
         options = StartOptions(
             home=self.home,
             cwd=self.project,
@@ -296,9 +337,9 @@ class Host:
         self.runs.append(running)
         return running
 
-    def stop_all(self) -> list[BaseException]:
+    def stop_all(self) -> builtins.list[BaseException]:  # `list` is the method above
         """Stop every client still running (teardown); the problems met, never raised."""
-        problems: list[BaseException] = []
+        problems: builtins.list[BaseException] = []
         for running in self.runs:
             if running.stopped is None:
                 try:

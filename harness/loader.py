@@ -14,12 +14,14 @@ clear usage error.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
+from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
-from mcp_host_conformance.harness.adapter import Adapter
+from mcp_host_conformance.harness.adapter import Adapter, AdapterError
 
 __all__ = [
     "CLIENT_CMD_ENV",
@@ -92,12 +94,13 @@ def resolve_client(spec: str) -> Any:
         zoo = zoo_clients()
         if spec in zoo:
             return zoo[spec]
-        known = ", ".join(sorted(points)) or "none installed"
-        zoo_known = ", ".join(sorted(zoo)) or "none installed"
+        known = ", ".join(sorted(points)) or "none"
+        close = difflib.get_close_matches(spec, [*points, *zoo], n=3)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise LoadError(
-            f"--client {spec!r}: no adapter of that name in entry-point group "
-            f"{ENTRY_POINT_GROUP!r} (installed: {known}) nor in the zoos of group {ZOO_GROUP!r} "
-            f"(installed: {zoo_known}); give module:attr instead"
+            f"--client {spec!r}: no such client: {hint}installed adapters: {known}"
+            f"{f' (and {len(zoo)} broken clients)' if zoo else ''}; "
+            "for your own adapter give module:attr, e.g. mypkg.conformance:Adapter"
         )
     try:
         return points[spec].load()
@@ -121,9 +124,9 @@ def _instantiate(obj: Any, spec: str) -> Any:
     return obj
 
 
-def _checked(adapter: Any, spec: str) -> Adapter:
+def _checked(adapter: object, spec: str) -> Adapter:
     missing = [op for op in _OPERATIONS if not callable(getattr(adapter, op, None))]
-    if missing:
+    if missing or not isinstance(adapter, Adapter):
         raise LoadError(
             f"--client {spec!r}: {type(adapter).__name__} is not an adapter; missing "
             f"{', '.join(missing)} (see mcp_host_conformance.harness.adapter.Adapter)"
@@ -132,10 +135,15 @@ def _checked(adapter: Any, spec: str) -> Adapter:
 
 
 def load_adapter(
-    client: str | None = None, client_cmd: str | None = None, environ: dict[str, str] | None = None
+    client: str | None = None,
+    client_cmd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    timeout_scale: float = 1.0,
 ) -> Adapter:
     """The adapter for `client` (module:attr or entry-point name) or `client_cmd` (a driver
-    command). Unset both: the environment variables, then the reference client."""
+    command, whose bounds are multiplied by `timeout_scale`). Unset both: the environment
+    variables, then the reference client."""
     env = os.environ if environ is None else environ
     if client and client_cmd:
         raise LoadError("give --client or --client-cmd, not both")
@@ -150,6 +158,9 @@ def load_adapter(
                 "--client-cmd needs mcp_host_conformance.harness.driver, "
                 f"which failed to import: {exc}"
             ) from exc
-        return DriverAdapter(client_cmd)
+        try:
+            return DriverAdapter(client_cmd, timeout_scale=timeout_scale)
+        except AdapterError as exc:  # an empty or unparsable command
+            raise LoadError(f"--client-cmd: {exc}") from None
     assert client is not None
     return _checked(_instantiate(resolve_client(client), client), client)

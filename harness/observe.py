@@ -1,12 +1,13 @@
 """Reading what the client sent to the model service, the way a case needs it.
 
 Strategy: cases check rules, not the reference client's way of meeting them. An MCP tool
-is found in a model request by its mock's marker (`offered_function`), which every mock
-serves in each tool's description and schema: it is there whatever name, label or place
-(a top-level function, a function inside a Responses `namespace` tool) the host chose.
-Only the EXP rules, whose subject is the naming and labelling, look a tool up by its label
-`[MCP server S, tool T]` (`mcp_tool`, `exposed_name`). These are pure functions of the
-mock Responses service's journal entries and request bodies (see
+is found in a model request by its mock's marker (`offered_function`, `offered_for`), which
+every mock serves in each tool's description and schema: it is there whatever name, label
+or place (a top-level function, a function inside a Responses `namespace` tool) the host
+chose. Only the EXP rules, whose subject is the naming and labelling, then check the name
+and the label `[MCP server S, tool T]` of what was found. A call's status is read the way
+the host states it (`stated_status`), never from a bare word. These are pure functions of
+the mock Responses service's journal entries and request bodies (see
 `mcp_host_conformance.mocks.responses.script` for the body readers).
 """
 
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
+from mcp_host_conformance.harness.adapter import STATUSES, CallStatus, ServerStatus, Turn
+from mcp_host_conformance.harness.mock_contract import Journal, MarkedMock, ModelService
+from mcp_host_conformance.mocks.journal import Entry, JournalTimeout
 from mcp_host_conformance.mocks.model_script import (
     function_call_outputs,
     function_calls,
@@ -24,6 +28,11 @@ from mcp_host_conformance.mocks.model_script import (
 )
 from mcp_host_conformance.mocks.responses.script import carries, offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
+
+# A request body or an item of one, as parsed JSON: the shape is the client's to get right,
+# so every reader here checks what it uses.
+Body = dict[str, Any]
+Tool = dict[str, Any]
 
 __all__ = [
     "builtin_tools",
@@ -52,12 +61,13 @@ __all__ = [
     "status_text",
     "stays_quiet",
     "user_texts",
+    "STATUS_WORDS",
 ]
 
 
-def model_requests(model: Any) -> list[dict[str, Any]]:
+def model_requests(model: ModelService) -> list[Body]:
     """The JSON bodies the client POSTed to the model service (`.../responses`), in order."""
-    bodies = []
+    bodies: list[Body] = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
         if (
@@ -69,18 +79,18 @@ def model_requests(model: Any) -> list[dict[str, Any]]:
     return bodies
 
 
-def offered_names(body: Any) -> list[str]:
+def offered_names(body: object) -> list[str]:
     return [str(t.get("name")) for t in offered_tools(body)]
 
 
-def mcp_tools(body: Any) -> list[dict[str, Any]]:
+def mcp_tools(body: object) -> list[Tool]:
     """Offered functions whose description starts with an MCP label."""
     return [
         t for t in offered_tools(body) if str(t.get("description") or "").startswith("[MCP server ")
     ]
 
 
-def builtin_tools(body: Any) -> list[dict[str, Any]]:
+def builtin_tools(body: object) -> list[Tool]:
     """Offered tools that are not MCP tools (the client's own), of any type: neither
     labelled as an MCP tool nor carrying a mock's marker (a `namespace` tool holding MCP
     functions carries their markers)."""
@@ -96,7 +106,7 @@ def builtin_tools(body: Any) -> list[dict[str, Any]]:
     ]
 
 
-def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
+def mcp_tool(body: object, server: str, tool: str) -> Tool | None:
     """The offered function labelled `[MCP server SERVER, tool TOOL]`, or None."""
     wanted = label(server, tool)
     return next(
@@ -104,24 +114,25 @@ def mcp_tool(body: Any, server: str, tool: str) -> dict[str, Any] | None:
     )
 
 
-def offered_function(body: Any, mock: Any, tool: str) -> dict[str, Any] | None:
-    """The function the host offered for `mock`'s tool `tool`, found by the tool's marker
-    anywhere in it, at the top level or inside a `namespace` tool; None if not offered."""
-    marker = tool_marker(mock.marker_token, tool)
+def _carrying(body: object, marker: str) -> Tool | None:
     return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
 
 
-def offered_for(body: Any, model: Any, server: str, tool: str) -> dict[str, Any] | None:
+def offered_function(body: object, mock: MarkedMock, tool: str) -> Tool | None:
+    """The function the host offered for `mock`'s tool `tool`, found by the tool's marker
+    anywhere in it, at the top level or inside a `namespace` tool; None if not offered."""
+    return _carrying(body, tool_marker(mock.marker_token, tool))
+
+
+def offered_for(body: object, model: ModelService, server: str, tool: str) -> Tool | None:
     """The function offered for tool `tool` of the server configured as `server`: by the
     marker of the mock the model knows under that name (`Host.add_http`/`add_stdio` tell
     it), else, for a server no mock stands behind, by its label."""
     marker = model.marker_for(server, tool)
-    if marker is None:
-        return mcp_tool(body, server, tool)
-    return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
+    return mcp_tool(body, server, tool) if marker is None else _carrying(body, marker)
 
 
-def mcp_functions(body: Any) -> list[dict[str, Any]]:
+def mcp_functions(body: object) -> list[Tool]:
     """Every offered function for an MCP tool (carrying a mock's marker, or labelled), at the
     top level or inside `namespace` tools."""
     return [
@@ -131,7 +142,7 @@ def mcp_functions(body: Any) -> list[dict[str, Any]]:
     ]
 
 
-def offered_tools_of(body: Any, mock: Any, tools: Any = None) -> list[str]:
+def offered_tools_of(body: object, mock: MarkedMock, tools: list[str] | None = None) -> list[str]:
     """Which of `mock`'s tools (default: every tool it serves or changes to) the request
     offers, by their markers, in the mock's order."""
     if tools is None:
@@ -140,12 +151,12 @@ def offered_tools_of(body: Any, mock: Any, tools: Any = None) -> list[str]:
     return [name for name in dict.fromkeys(tools) if offered_function(body, mock, name)]
 
 
-def exposed_name(body: Any, server: str, tool: str) -> str | None:
+def exposed_name(body: object, server: str, tool: str) -> str | None:
     found = mcp_tool(body, server, tool)
     return None if found is None else str(found.get("name"))
 
 
-def last_request(model: Any) -> dict[str, Any]:
+def last_request(model: ModelService) -> Body:
     """The last body the client sent to the model; AssertionError if it sent none."""
     bodies = model_requests(model)
     if not bodies:
@@ -153,7 +164,7 @@ def last_request(model: Any) -> dict[str, Any]:
     return bodies[-1]
 
 
-def status_text(status: Any) -> str:
+def status_text(status: ServerStatus | None) -> str:
     """A server's reported status as the user saw it (its line), for a check's `actual`."""
     if status is None:
         return "no status line"
@@ -161,13 +172,11 @@ def status_text(status: Any) -> str:
 
 
 def stays_quiet(
-    journal: Any, within: float, method: str | None = None, *, kind: str | None = None
-) -> list[Any]:
+    journal: Journal, within: float, method: str | None = None, *, kind: str | None = None
+) -> list[Entry]:
     """Watch `journal` for `within` seconds; the matching entries (empty if none came).
 
     For rules about what must NOT happen: it returns as soon as something does."""
-    from mcp_host_conformance.mocks.journal import JournalTimeout
-
     try:
         return journal.wait_for(method, kind=kind, timeout=within)
     except JournalTimeout:
@@ -177,20 +186,25 @@ def stays_quiet(
 # ---- tool outputs as the model receives them (RES, RETRY, TURN) ----------------------------
 
 
-def output_text(output: Any) -> str:
+def output_text(output: object) -> str:
     """A `function_call_output`'s output as text: a string as is, a list of content parts
     (`{"type": "input_text", "text": ...}`) joined by newlines, anything else as JSON."""
     if isinstance(output, str):
         return output
     if isinstance(output, list):
         parts = [
-            p.get("text") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
+            str(p["text"]) for p in output if isinstance(p, dict) and isinstance(p.get("text"), str)
         ]
         return "\n".join(parts)
     return "" if output is None else json.dumps(output, ensure_ascii=False)
 
 
-STATUS_WORDS = ("completed", "failed", "denied", "unknown", "output_limit")
+def shows_status(output: object, status: str) -> bool:
+    """Whether an output states this status (see `stated_status`)."""
+    return stated_status(output) == status
+
+
+STATUS_WORDS: Final[tuple[CallStatus, ...]] = STATUSES
 _ANY_STATUS = "|".join(STATUS_WORDS)
 # The catalog's framing, as the seed shows it: `[Tool result: completed]`.
 _FRAMING = re.compile(rf"\[\s*tool\s+result\s*:\s*({_ANY_STATUS})\s*\]", re.IGNORECASE)
@@ -204,7 +218,7 @@ _PHRASE = re.compile(
 )
 
 
-def stated_status(output: Any) -> str | None:
+def stated_status(output: object) -> str | None:
     """The status an output tells the model, or None when it states none.
 
     Only a statement counts: the catalog's framing (`[Tool result: STATUS]`), a structured
@@ -212,33 +226,26 @@ def stated_status(output: Any) -> str | None:
     `"status": "X"`, "the status of this call is X"). A bare word anywhere (a Rust
     backtrace's `<unknown>` frames, "failed to parse") states nothing. The first statement
     in the output decides."""
-    if isinstance(output, dict):
-        structured = output.get("status")
-        if isinstance(structured, str) and structured.lower() in STATUS_WORDS:
-            return structured.lower()
+    structured: object = output.get("status") if isinstance(output, dict) else None
     text = output_text(output)
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):
-        parsed = None
-    if isinstance(parsed, dict) and isinstance(parsed.get("status"), str):
-        if parsed["status"].lower() in STATUS_WORDS:
-            return str(parsed["status"]).lower()
+    if structured is None:
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        structured = parsed.get("status") if isinstance(parsed, dict) else None
+    if isinstance(structured, str) and structured.lower() in STATUS_WORDS:
+        return structured.lower()
     found = [m for m in (_FRAMING.search(text), _PHRASE.search(text)) if m is not None]
     if not found:
         return None
     return min(found, key=lambda m: m.start()).group(1).lower()
 
 
-def shows_status(text: Any, status: str) -> bool:
-    """Whether an output states this status (see `stated_status`)."""
-    return stated_status(text) == status
-
-
-def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
+def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
     """For each model request (in order, as `model_requests`), the function calls the mock
     model answered it with: `{"call_id", "name", "arguments"}` each."""
-    replies = []
+    replies: list[list[dict[str, Any]]] = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
         if (
@@ -250,7 +257,7 @@ def reply_calls(model: Any) -> list[list[dict[str, Any]]]:
     return replies
 
 
-def paired_outputs(body: Any, call_id: str) -> list[Any]:
+def paired_outputs(body: object, call_id: str) -> list[object]:
     """Every `function_call_output` for `call_id` in a request's input (RES-11: exactly one)."""
     items = body.get("input") if isinstance(body, dict) else None
     if not isinstance(items, list):
@@ -264,7 +271,7 @@ def paired_outputs(body: Any, call_id: str) -> list[Any]:
     ]
 
 
-def user_texts(body: Any) -> list[str]:
+def user_texts(body: object) -> list[str]:
     """The text of every user message in a request's input (a string input counts as one)."""
     items = body.get("input") if isinstance(body, dict) else None
     if isinstance(items, str):
@@ -285,12 +292,12 @@ def user_texts(body: Any) -> list[str]:
     return texts
 
 
-def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
+def call_outputs(model: ModelService) -> list[tuple[dict[str, Any], list[object]]]:
     """Every call the mock model made, with the outputs paired to it (same `call_id`) in the
     next model request: `[]` if there was no next request or no output for it."""
     bodies = model_requests(model)
     replies = reply_calls(model)
-    pairs = []
+    pairs: list[tuple[dict[str, Any], list[object]]] = []
     for k, calls in enumerate(replies):
         following = bodies[k + 1] if k + 1 < len(bodies) else None
         for call in calls:
@@ -298,7 +305,9 @@ def call_outputs(model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
     return pairs
 
 
-def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | None:
+def status_problem(
+    model: ModelService, turn: Turn | None, status: str, call: int = -1
+) -> str | None:
     """Why the model journal and the adapter's Turn do not both give call number `call` (of
     every call the model made, default the last) this status; None if they do. The model
     journal is the primary evidence: the paired output must exist, be unique, and state it."""
@@ -322,7 +331,7 @@ def status_problem(model: Any, turn: Any, status: str, call: int = -1) -> str | 
         )
     if stated != status:
         return f"the model received {text[:200]!r}, stating status {stated}, not {status}"
-    reported = [c.status for c in getattr(turn, "calls", [])]
+    reported = [c.status for c in turn.calls] if turn is not None else []
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"
     return None

@@ -5,31 +5,50 @@ markers are registered in `pytest_configure` (so `--strict-markers` accepts them
 the fixtures live in `mcp_host_conformance.harness.fixtures`, imported here so
 `pytest --pyargs mcp_host_conformance.conformance` works from any directory. The plugin
 is loaded for every pytest run in an environment where the package is installed, so it
-stays inert until a conformance case is collected: only then is the client loaded (once
-per process) and described. The reporting side (outcomes, tables, JSON, baseline, exit
-status) is `mcp_host_conformance.harness.reporting.ReportingPlugin`, registered here
-when it is importable.
-
-A conformance case is any test with a `requirements` marker, or any test in a module of a
-directory named `conformance`; the latter must carry the marker.
+stays inert unless the run targets the suite (a `--client`/`--client-cmd` option, or the
+conformance package among the arguments) or a conformance case is collected. Then, before
+any case runs, the client is loaded and described once
+(`mcp_host_conformance.harness.client_under_test`): a client that cannot be loaded, a
+driver that fails its handshake, a client that cannot describe itself end the run with
+one line. The reporting side (outcomes, tables, JSON, baseline, exit status) is
+`mcp_host_conformance.harness.reporting.ReportingPlugin`, registered here; what a case
+is, is `mcp_host_conformance.harness.items`. During a conformance run SIGTERM unwinds the
+run as Ctrl-C does (`mcp_host_conformance.harness.run_cleanup`).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import Adapter, Description
+from mcp_host_conformance.harness.client_under_test import (
+    TIMEOUT_SCALE_ENV,
+    WORKER_KEY,
+    client_description,
+    close_client,
+    described,
+    description_for_workers,
+    prepare,
+    timeout_scale,
+)
 from mcp_host_conformance.harness.fixtures import *  # noqa: F403 - the fixtures cases use
-from mcp_host_conformance.harness.hostrun import HarnessTimeout, bounded
-from mcp_host_conformance.harness.loader import LoadError, load_adapter
+from mcp_host_conformance.harness.items import is_case, option, requirement_ids
+from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX
+from mcp_host_conformance.harness.reporting import ReportingPlugin
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.run_cleanup import (
+    SigtermHandler,
+    install_sigterm,
+    restore_sigterm,
+)
 
-GROUP = "mcp-host-conformance"
-TIMEOUT_SCALE_ENV = "MCP_HOST_CONFORMANCE_TIMEOUT_SCALE"
+GROUP: Final = "mcp-host-conformance"
+REPORTING: Final = "mcp-host-conformance-reporting"
+SUITE_PACKAGE: Final = "mcp_host_conformance.conformance"
 
-MARKERS = {
+MARKERS: Final = {
     "requirements": (
         "requirements(*ids): the requirement IDs a conformance case checks, "
         "e.g. requirements('APR-2')"
@@ -44,9 +63,7 @@ MARKERS = {
     ),
 }
 
-_ADAPTER = pytest.StashKey[Adapter]()
-_DESCRIPTION = pytest.StashKey[Description]()
-_DESCRIBE_BOUND = 30.0
+_SIGTERM = pytest.StashKey[SigtermHandler]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +93,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--report-json", default=None, metavar="PATH", help="write the JSON report to PATH"
     )
     group.addoption(
+        "--report-html",
+        default=None,
+        metavar="PATH",
+        help="write the HTML report to PATH (one page: summary by area, every failure)",
+    )
+    group.addoption(
         "--expected-failures",
         default=None,
         metavar="PATH",
@@ -86,102 +109,57 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="FACTOR",
-        help="multiply the suite's scaled timeouts and bounds (slow machines); "
-        f"default ${TIMEOUT_SCALE_ENV} or 1",
+        help="multiply the suite's scaled timeouts and bounds, a driver's included (slow "
+        f"machines); default ${TIMEOUT_SCALE_ENV} or 1",
     )
+
+
+def targets_suite(config: pytest.Config) -> bool:
+    """Whether this run is meant to run conformance cases (before anything is collected)."""
+    if option(config, "client", None) or option(config, "client_cmd", None):
+        return True
+    for arg in config.args:
+        text = str(arg)
+        if SUITE_PACKAGE in text or "conformance" in Path(text.split("::")[0]).parts:
+            return True
+    return False
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for text in MARKERS.values():
         config.addinivalue_line("markers", text)
-    try:
-        from mcp_host_conformance.harness.reporting import ReportingPlugin
-    except ImportError:
-        return
-    if not config.pluginmanager.has_plugin("mcp-host-conformance-reporting"):
-        config.pluginmanager.register(ReportingPlugin(config), "mcp-host-conformance-reporting")
+    if not config.pluginmanager.has_plugin(REPORTING):
+        config.pluginmanager.register(
+            ReportingPlugin(config, describe=lambda: described(config)), REPORTING
+        )
+    if targets_suite(config):
+        config.stash[_SIGTERM] = install_sigterm()
 
 
-def strict_mode(config: pytest.Config) -> bool:
-    """Whether SHOULD failures fail the run: pytest's own `--strict` (pytest owns that option
-    name; the plugin reads it rather than defining a second one)."""
-    try:
-        if config.getini("strict"):  # pytest >= 9: --strict sets the "strict" ini value
-            return True
-    except ValueError:  # pytest 8 has no "strict" ini value
-        pass
-    return bool(config.getoption("strict", False))
+def pytest_unconfigure(config: pytest.Config) -> None:
+    close_client(config)
+    if _SIGTERM in config.stash:
+        restore_sigterm(config.stash[_SIGTERM])
 
 
-def timeout_scale(config: pytest.Config) -> float:
-    value = config.getoption("--timeout-scale")
-    if value is None:
-        try:
-            value = float(os.environ.get(TIMEOUT_SCALE_ENV, "1") or 1)
-        except ValueError:
-            raise pytest.UsageError(f"${TIMEOUT_SCALE_ENV} must be a number") from None
-    if value <= 0:
-        raise pytest.UsageError("--timeout-scale must be positive")
-    return value
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if targets_suite(config) and not hasattr(config, "workerinput"):
+        prepare(config)  # one clear line and no case run if the client cannot be used
 
 
-# ---- the client under test -----------------------------------------------------------------
-
-
-def client_adapter(config: pytest.Config) -> Adapter:
-    """The adapter of this run, loaded once per process (each xdist worker loads its own)."""
-    if _ADAPTER not in config.stash:
-        try:
-            config.stash[_ADAPTER] = load_adapter(
-                config.getoption("--client"), config.getoption("--client-cmd")
-            )
-        except LoadError as exc:
-            raise pytest.UsageError(f"mcp-host-conformance: {exc}") from None
-    return config.stash[_ADAPTER]
-
-
-def client_description(config: pytest.Config) -> Description:
-    if _DESCRIPTION not in config.stash:
-        adapter = client_adapter(config)
-        config.stash[_DESCRIPTION] = bounded("describe()", adapter.describe, _DESCRIBE_BOUND)
-    return config.stash[_DESCRIPTION]
-
-
-def is_case(item: pytest.Item) -> bool:
-    return (
-        item.get_closest_marker("requirements") is not None
-        or "conformance" in Path(str(item.path)).parent.parts
-    )
-
-
-def requirement_ids(item: pytest.Item) -> list[str]:
-    """Every ID named by the item's requirements markers, in order."""
-    ids: list[str] = []
-    for mark in item.iter_markers("requirements"):
-        for arg in mark.args:
-            for rid in [arg] if isinstance(arg, str) else list(arg):
-                if rid not in ids:
-                    ids.append(rid)
-    return ids
-
-
-def _targets_conformance(config: pytest.Config) -> bool:
-    if config.getoption("--client") or config.getoption("--client-cmd"):
-        return True
-    return any("conformance" in str(arg) for arg in config.args)
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, controller side: hand the description to each worker."""
+    found = description_for_workers(node.config)
+    if found is not None:
+        node.workerinput[WORKER_KEY] = found
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    if not _targets_conformance(config):
+    d = described(config)
+    if d is None:
         return None
-    try:
-        d = client_description(config)
-    except (
-        pytest.UsageError,
-        HarnessTimeout,
-        Exception,
-    ) as exc:  # the header must not hide the error
-        return [f"mcp-host-conformance: client could not be described: {exc}"]
     profiles = ", ".join(sorted(d.profiles)) or "none"
     from mcp_host_conformance.harness.sandbox import observe
 
@@ -199,15 +177,10 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     if any(is_case(item) for item in items):
-        client_adapter(config)  # a client that cannot be loaded is a usage error, said once
-
-
-def _unknown_ids(ids: list[str]) -> list[str]:
-    try:
-        from mcp_host_conformance.harness.catalog import REQUIREMENTS
-    except ImportError:  # pragma: no cover - the catalog ships with the harness
-        return []
-    return [rid for rid in ids if rid not in REQUIREMENTS]
+        if not hasattr(config, "workerinput"):
+            prepare(config)  # said once, before any case, if it was not said at start
+        if config.stash.get(_SIGTERM, None) is None:
+            config.stash[_SIGTERM] = install_sigterm()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -221,11 +194,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "with @pytest.mark.requirements('ID', ...)",
             pytrace=False,
         )
-    unknown = _unknown_ids(ids)
+    unknown = [rid for rid in ids if rid not in REQUIREMENTS]
     if unknown:
         pytest.fail(f"{item.nodeid}: unknown requirement ID(s) {', '.join(unknown)}", pytrace=False)
-    from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX
-
     profile_marks = list(item.iter_markers("profile"))
     needs_cancel = item.get_closest_marker("needs_cancel") is not None
     if profile_marks or needs_cancel:

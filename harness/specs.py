@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_host_conformance.harness.adapter import Turn
+from mcp_host_conformance.harness.hostrun import Host, Running
+from mcp_host_conformance.harness.mock_contract import ModelService
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 __all__ = ["one_approved_query", "tool_spec"]
 
 
-def tool_spec(name: str, **misbehaviour) -> ServerSpec:
+def tool_spec(name: str, **misbehaviour: Any) -> ServerSpec:
     """A server `name` with one tool `query` answering `answer from NAME`, misbehaving as told."""
     return ServerSpec(
         name=name,
@@ -24,7 +27,7 @@ def tool_spec(name: str, **misbehaviour) -> ServerSpec:
     )
 
 
-def one_approved_query(host: Any, model: Any, server: str) -> tuple[Any, Any]:
+def one_approved_query(host: Host, model: ModelService, server: str) -> tuple[Running, Turn]:
     """Script one call of `server`'s `query`, start, ask (approved), stop; (running, turn)."""
     model.script([Step.call(server=server, tool="query", arguments={}), Step.text("done")])
     running = host.start()

@@ -38,6 +38,7 @@ from mcp_host_conformance.harness.adapter import (
     StartOptions,
     Stopped,
     Turn,
+    as_status,
 )
 from mcp_host_conformance.reference_client import cli
 from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
@@ -222,9 +223,11 @@ class ReferenceSession:
                 self.ui.approver = self.ui.acknowledger = None
             return Turn(
                 question_sent=report.question_sent,
-                confirmations=[confirmation_record(v) for v in report.confirmations],
-                calls=[CallResult(c.tool, c.status, c.output) for c in report.calls],
-                acknowledgements=list(report.acknowledgements),
+                confirmations=tuple(confirmation_record(v) for v in report.confirmations),
+                calls=tuple(
+                    CallResult(c.tool, as_status(c.status), c.output) for c in report.calls
+                ),
+                acknowledgements=tuple(report.acknowledgements),
                 answer=report.answer,
                 text=self.ui.take_text(),
             )
@@ -240,7 +243,7 @@ class ReferenceSession:
         finally:
             self._loop.stop()
             self.session.close()
-        self._stopped = Stopped(self.session.id, [self.session.path], self.ui.take_text())
+        self._stopped = Stopped(self.session.id, (self.session.path,), self.ui.take_text())
         return self._stopped
 
 
@@ -254,14 +257,14 @@ class ReferenceAdapter:
             profiles=frozenset(),
             connect_timeout=10.0,
             call_timeout=30.0,
-            project_config_files=[],
+            project_config_files=(),
             can_cancel=True,
-            interactive_add=[
+            interactive_add=(
                 sys.executable,
                 "-m",
                 "mcp_host_conformance.reference_client",
                 *INTERACTIVE_ADD,
-            ],
+            ),
         )
 
     def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:
@@ -277,11 +280,11 @@ class ReferenceAdapter:
     def add_server(self, home: Path, server: ServerConfig) -> Shown:
         argv, secrets = add_command(server)
         text = self._cli(home, argv, secrets)
-        return Shown(text, [ConfigStore(host_environ(home)).path])
+        return Shown(text, (ConfigStore(host_environ(home)).path,))
 
     def remove_server(self, home: Path, name: str) -> Shown:
         return Shown(
-            self._cli(home, ["mcp", "remove", name]), [ConfigStore(host_environ(home)).path]
+            self._cli(home, ["mcp", "remove", name]), (ConfigStore(host_environ(home)).path,)
         )
 
     def list_servers(self, home: Path) -> Shown:

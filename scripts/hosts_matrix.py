@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "docs" / "hosts"

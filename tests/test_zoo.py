@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 import mcp_host_conformance.zoo
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
 from mcp_host_conformance.harness.loader import resolve_client
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 
 REFERENCE = "reference"
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict

@@ -32,6 +32,7 @@ from mcp_host_conformance.harness.adapter import (
     StartOptions,
     Stopped,
     Turn,
+    as_status,
 )
 from sdk_python_host import config
 from sdk_python_host.host import Host
@@ -103,8 +104,8 @@ class Session:
             raise AdapterError(f"the SDK host's turn failed: {type(exc).__name__}: {exc}") from None
         return Turn(
             question_sent=True,
-            confirmations=[Confirmation(**c) for c in outcome.confirmations],
-            calls=[CallResult(c.tool, c.status, c.output) for c in outcome.calls],
+            confirmations=tuple(Confirmation(**c) for c in outcome.confirmations),
+            calls=tuple(CallResult(c.tool, as_status(c.status), c.output) for c in outcome.calls),
             answer=outcome.answer,
             text="\n".join(outcome.lines),
         )
@@ -118,7 +119,7 @@ class Session:
                 self._loop.run(self.host.close())
             finally:
                 self._loop.stop()
-            self._stopped = Stopped(session_id=None, session_files=[], text="")
+            self._stopped = Stopped(session_id=None, session_files=(), text="")
         return self._stopped
 
 
@@ -144,12 +145,12 @@ class Adapter:
                 "env": dict(server.env),
             }
         path = config.save(home, servers)
-        return Shown(f"added {server.name}", [path])
+        return Shown(f"added {server.name}", (path,))
 
     def remove_server(self, home: Path, name: str) -> Shown:
         servers = config.load(home)
         servers.pop(name, None)
-        return Shown(f"removed {name}", [config.save(home, servers)])
+        return Shown(f"removed {name}", (config.save(home, servers),))
 
     def list_servers(self, home: Path) -> Shown:
         lines = [f"{name}: {config.destination(spec)}" for name, spec in config.load(home).items()]

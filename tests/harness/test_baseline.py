@@ -9,8 +9,8 @@ from mcp_host_conformance.harness.baseline import (
     load_baseline,
     parse_baseline,
 )
-from mcp_host_conformance.harness.catalog import REQUIREMENTS
 from mcp_host_conformance.harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
+from mcp_host_conformance.harness.requirements import REQUIREMENTS
 
 
 def test_parse_ignores_comments_and_blank_lines():
@@ -46,3 +46,23 @@ def test_audit_finds_stale_and_unknown_entries():
     stale, unknown = audit(baseline, cases, REQUIREMENTS)
     assert stale == ["APR-3", "approval::test_b"]
     assert unknown == ["NOPE-1", "approval::gone"]
+
+
+def test_a_huge_file_is_refused_without_reading_it_all(tmp_path):
+    from mcp_host_conformance.harness.baseline import MAX_BASELINE
+
+    path = tmp_path / "huge.txt"
+    path.write_bytes(b"APR-2\n" * (MAX_BASELINE // 6 + 10))
+    with pytest.raises(BaselineError, match="is over"):
+        load_baseline(path)
+
+
+def test_a_deselected_case_is_neither_stale_nor_unknown():
+    from mcp_host_conformance.harness.baseline import DESELECTED
+
+    baseline = parse_baseline("approval::test_x\nAPR-3\n")
+    cases = [
+        CaseRecord("approval::test_x", ("APR-2",), DESELECTED),
+        CaseRecord("approval::test_y", ("APR-3",), DESELECTED),
+    ]
+    assert audit(baseline, cases, REQUIREMENTS) == ([], [])

@@ -1,8 +1,15 @@
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from mcp_host_conformance.harness import cli
+
+FEW_SECONDS = 20.0  # a mistake is answered long before this, even on a loaded machine
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["requirements", "--help"]])
@@ -39,6 +46,8 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
             "known.txt",
             "--strict",
             "--run-slow",
+            "--timeout-scale",
+            "2.5",
             "-n",
             "2",
             "--",
@@ -59,6 +68,8 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
         "known.txt",
         "--strict",
         "--run-slow",
+        "--timeout-scale",
+        "2.5",
         "-n",
         "2",
         "-k",
@@ -122,3 +133,147 @@ def test_broken_clients_come_from_the_zoos(monkeypatch):
 def test_installed_zoo_names_a_broken_client_for_every_covered_core_id():
     # The project's own zoo is installed through the entry-point group.
     assert "connects-on-add" in cli.broken_clients_for("CFG-1")
+
+
+def test_run_help_lists_the_timeout_scale(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "--timeout-scale FACTOR" in out and "driver's included" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--timeout-scale", "abc"], "--timeout-scale: not a number: 'abc'"),
+        (["run", "--timeout-scale", "-1"], "must be a positive number"),
+        (["run", "--bogus"], "unrecognized arguments: --bogus"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_a_wrong_option_is_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--help" in err, err
+
+
+# ---- a user's mistakes, as the command answers them (a process of its own) -----------------------
+
+
+def command(*argv: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_host_conformance.harness.cli", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, time.monotonic() - began
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1, done.stdout + done.stderr
+    return lines[0]
+
+
+def test_a_client_that_does_not_exist_is_one_line_at_once(tmp_path):
+    done, took = command("run", "--client", "nonexistent", cwd=tmp_path)
+    assert done.returncode == 4
+    line = one_line(done)
+    assert line.startswith("ERROR: mcp-host-conformance: --client 'nonexistent': no such client")
+    assert "connects-on-add" not in line and took < FEW_SECONDS
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"APR-2\n\xff\xfe binary\n", "baseline.txt:2: not UTF-8 text (byte 6)"),
+        (None, "cannot read the expected-failures file"),
+        (b"APR-2 APR-3\n", "one requirement or case ID per line"),
+    ],
+    ids=["not-utf8", "missing", "two-per-line"],
+)
+def test_a_wrong_expected_failures_file_is_one_line_at_once(content, message, tmp_path):
+    path = tmp_path / "baseline.txt"
+    if content is not None:
+        path.write_bytes(content)
+    done, took = command("run", "--expected-failures", str(path), cwd=tmp_path)
+    assert done.returncode == 4
+    assert message in one_line(done) and took < FEW_SECONDS
+
+
+def test_a_wrong_option_of_run_is_one_line_at_once(tmp_path):
+    done, took = command("run", "--timeout-scal", "3", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unrecognized arguments" in one_line(done) and took < FEW_SECONDS
+
+
+# ---- baseline ------------------------------------------------------------------------------------
+
+REPORT = {
+    "schema": "mcp-host-conformance-report/1",
+    "client": {"name": "my-host", "version": "1.2", "profiles": []},
+    "requirements": {
+        "APR-2": {"outcome": "failed"},
+        "APR-3": {"outcome": "passed"},
+        "RES-9": {"outcome": "warning"},
+    },
+    "cases": [
+        {"id": "test_approval::test_b", "outcome": "failed"},
+        {"id": "test_approval::test_a", "outcome": "expected_failure"},
+        {"id": "test_results::test_c", "outcome": "warning"},
+        {"id": "test_results::test_d", "outcome": "passed"},
+        {"id": "test_results::test_e", "outcome": "skipped"},
+    ],
+}
+
+
+def test_baseline_from_a_report_lists_what_failed_sorted(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(REPORT))
+    assert cli.main(["baseline", str(report), "-o", str(tmp_path / "known.txt")]) == 0
+    lines = (tmp_path / "known.txt").read_text().splitlines()
+    assert lines[0].startswith("# Expected failures of my-host 1.2")
+    entries = [line for line in lines if not line.startswith("#")]
+    assert entries == ["test_approval::test_a", "test_approval::test_b", "test_results::test_c"]
+    assert cli.main(["baseline", str(report), "--requirements"]) == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if not line.startswith("#")] == ["APR-2", "RES-9"]
+
+
+def test_a_baseline_written_by_the_command_is_read_back(tmp_path):
+    from mcp_host_conformance.harness.baseline import load_baseline
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(REPORT))
+    cli.main(["baseline", str(report), "-o", str(tmp_path / "known.txt")])
+    assert list(load_baseline(tmp_path / "known.txt").entries) == [
+        "test_approval::test_a",
+        "test_approval::test_b",
+        "test_results::test_c",
+    ]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read"),
+        ("{not json", "is not a JSON report"),
+        ('{"schema": "something-else"}', "is not an mcp-host-conformance report"),
+        ("[" * 100000, "is not a JSON report"),
+    ],
+    ids=["missing", "garbage", "other-schema", "deep"],
+)
+def test_baseline_of_something_that_is_not_a_report_is_one_line(content, message, tmp_path):
+    path = tmp_path / "report.json"
+    if content is not None:
+        path.write_text(content)
+    done, took = command("baseline", str(path), cwd=tmp_path)
+    assert done.returncode == 1
+    assert message in one_line(done) and took < FEW_SECONDS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import sys
 import threading
@@ -13,9 +14,13 @@ import pytest
 from mcp_host_conformance.harness.adapter import (
     Adapter,
     AdapterError,
+    CallResult,
+    Description,
     HttpServer,
+    Shown,
     StartOptions,
     StdioServer,
+    Turn,
 )
 from mcp_host_conformance.harness.driver import DriverAdapter
 from mcp_host_conformance.harness.driver_wire import (
@@ -63,7 +68,7 @@ def test_every_operation_round_trips(driver, tmp_path):
     shown = driver.add_server(
         tmp_path, HttpServer("a", "http://127.0.0.1:1/mcp", {"Authorization": "t"})
     )
-    assert shown.text == "added HttpServer a" and shown.paths == [tmp_path / "fake.json"]
+    assert shown.text == "added HttpServer a" and shown.paths == (tmp_path / "fake.json",)
     assert (
         driver.add_server(tmp_path, StdioServer("b", "srv", ["x"], {"K": "v"})).text
         == "added StdioServer b"
@@ -92,7 +97,7 @@ def test_every_operation_round_trips(driver, tmp_path):
     assert turn.calls[0].status == "denied" and not turn.question_sent
 
     stopped = session.stop()
-    assert stopped.session_id == "sess-1" and stopped.session_files == [tmp_path / "s.json"]
+    assert stopped.session_id == "sess-1" and stopped.session_files == (tmp_path / "s.json",)
 
 
 def test_cancel_while_ask_is_in_flight(driver, tmp_path):
@@ -167,7 +172,7 @@ OLD = (
     ids=["dies", "garbage", "hangs", "old-protocol"],
 )
 def test_broken_drivers_give_adapter_errors_within_the_bound(code, message):
-    adapter = DriverAdapter(python(f"-c {shlex.quote(code)}"), timeout=0.5)
+    adapter = DriverAdapter(python(f"-c {shlex.quote(code)}"), timeout=0.5, handshake_timeout=0.5)
     started = time.monotonic()
     try:
         with pytest.raises(AdapterError, match=message):
@@ -202,11 +207,28 @@ def test_wire_encoding_round_trips_servers_and_options(tmp_path):
 
 def test_wire_decoding_names_the_bad_field():
     with pytest.raises(WireError, match=r"Description.version: expected str, got int"):
-        from mcp_host_conformance.harness.adapter import Description
-
         decode(Description, {"name": "x", "version": 3})
     with pytest.raises(WireError, match="server.type"):
         decode_server({"type": "smoke", "name": "x"})
+
+
+def test_a_call_status_outside_the_closed_set_is_refused():
+    with pytest.raises(WireError, match=r"Turn.calls\[0\].status: expected one of 'completed'"):
+        decode(
+            Turn, {"question_sent": True, "calls": [{"tool": "t", "status": "ok", "output": ""}]}
+        )
+    with pytest.raises(ValueError, match="not one of completed, failed, denied"):
+        CallResult("t", "ok", "")  # type: ignore[arg-type]  # what an untyped adapter might do
+
+
+def test_records_are_frozen_and_lists_become_tuples(tmp_path):
+    shown = Shown("x", [tmp_path])
+    assert shown.paths == (tmp_path,) and shown == Shown("x", (tmp_path,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shown.text = "y"  # type: ignore[misc]
+    server = StdioServer("s", "cmd", ["a"], {"K": "v"})
+    assert server.args == ("a",) and decode_server(encode_server(server)) == server
+    assert "model_key" not in repr(options(tmp_path)), "a secret must not be in a repr"
 
 
 def test_protocol_is_versioned():
@@ -215,11 +237,9 @@ def test_protocol_is_versioned():
 
 
 def test_interactive_add_travels_and_is_optional():
-    from mcp_host_conformance.harness.adapter import Description
-
-    template = ["/usr/bin/host", "mcp", "add", "{name}", "{url}", "--header", "{header}"]
+    template = ("/usr/bin/host", "mcp", "add", "{name}", "{url}", "--header", "{header}")
     described = Description("h", "1", interactive_add=template)
-    assert encode(described)["interactive_add"] == template
+    assert encode(described)["interactive_add"] == list(template)
     assert decode(Description, encode(described)) == described
     # A driver written before the field existed: absent means the host has no such command.
     assert decode(Description, {"name": "h", "version": "1"}).interactive_add is None

@@ -67,7 +67,7 @@ def test_missing_operations_are_named() -> None:
         ("no_such_module_xyz:A", "cannot import module 'no_such_module_xyz'"),
         ("fake_adapters:Missing", "has no attribute 'Missing'"),
         ("fake_adapters:", "expected module:attr"),
-        ("no-such-entry-point", "no adapter of that name"),
+        ("no-such-entry-point", "no such client"),
     ],
 )
 def test_bad_specs_say_what_is_wrong(spec: str, message: str) -> None:
@@ -108,10 +108,25 @@ def test_client_cmd_gives_the_driver_adapter(monkeypatch: pytest.MonkeyPatch) ->
     driver = types.ModuleType("mcp_host_conformance.harness.driver")
 
     class DriverAdapter:
-        def __init__(self, command: str) -> None:
+        def __init__(self, command: str, *, timeout_scale: float = 1.0) -> None:
             self.command = command
+            self.timeout_scale = timeout_scale
 
     driver.DriverAdapter = DriverAdapter
     monkeypatch.setitem(sys.modules, "mcp_host_conformance.harness.driver", driver)
     assert load_adapter(None, "./my-driver --flag").command == "./my-driver --flag"
     assert load_adapter(environ={loader.CLIENT_CMD_ENV: "./d"}).command == "./d"
+    assert load_adapter(None, "./d", timeout_scale=3).timeout_scale == 3
+
+
+def test_an_unknown_name_is_one_line_with_a_suggestion_and_no_zoo_listing() -> None:
+    with pytest.raises(LoadError) as caught:
+        load_adapter("referense")
+    text = str(caught.value)
+    assert "\n" not in text and "did you mean 'reference'" in text
+    assert "connects-on-add" not in text, "the zoo's names are not listed one by one"
+
+
+def test_an_unparsable_driver_command_is_a_load_error() -> None:
+    with pytest.raises(LoadError, match="cannot parse the driver command"):
+        load_adapter(None, "driver 'unclosed")

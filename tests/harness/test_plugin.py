@@ -276,3 +276,70 @@ def test_case_dirs_are_removed_after_the_case(sandbox: pytest.Pytester) -> None:
         """,
     )
     run(sandbox).assert_outcomes(passed=1, failed=1)
+
+
+COUNTING_CLIENT = textwrap.dedent(
+    """
+    import os
+    from fakeclient import FakeAdapter
+
+    class Counting(FakeAdapter):
+        def describe(self):
+            with open(os.environ["DESCRIBE_LOG"], "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            if os.environ.get("DESCRIBE_FAILS"):
+                raise RuntimeError("the host's version file is missing")
+            return super().describe()
+    """
+)
+
+PROFILED_CASES = """
+@pytest.mark.requirements("SYNC-1")
+@pytest.mark.profile("verified-add")
+def test_a():
+    pass
+
+@pytest.mark.requirements("SYNC-1")
+@pytest.mark.profile("verified-add")
+def test_b():
+    pass
+
+@pytest.mark.requirements("CFG-1")
+@pytest.mark.needs_cancel
+def test_c():
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one", "xdist"])
+def test_describe_is_asked_once_per_run(sandbox, monkeypatch, workers) -> None:
+    sandbox.makepyfile(countingclient=COUNTING_CLIENT)
+    log = sandbox.path / "describe.log"
+    monkeypatch.setenv("DESCRIBE_LOG", str(log))
+    _case(sandbox, PROFILED_CASES)
+    result = sandbox.runpytest_subprocess(
+        "--client", "countingclient:Counting", "-p", "no:randomly", *workers
+    )
+    result.assert_outcomes(passed=2, skipped=1)
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_a_client_that_cannot_describe_itself_stops_the_run_with_one_line(
+    sandbox, monkeypatch
+) -> None:
+    sandbox.makepyfile(countingclient=COUNTING_CLIENT)
+    log = sandbox.path / "describe.log"
+    monkeypatch.setenv("DESCRIBE_LOG", str(log))
+    monkeypatch.setenv("DESCRIBE_FAILS", "1")
+    _case(sandbox, PROFILED_CASES)
+    result = sandbox.runpytest_subprocess(
+        "--client", "countingclient:Counting", "-p", "no:randomly"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert errors == [
+        "ERROR: mcp-host-conformance: the client could not describe itself: "
+        "the host's version file is missing"
+    ]
+    assert "passed" not in result.stdout.str()
+    assert len(log.read_text().splitlines()) == 1

@@ -110,8 +110,10 @@ def test_terminal_summary_has_client_table_and_failures(pytester):
     result = run(pytester)
     text = result.stdout.str()
     assert "client: fakehost 9.9 (profiles: pinning)" in text
-    result.stdout.re_match_lines([r"\s+area\s+passed\s+failed\s+warning\s+info\s+not applicable.*"])
-    result.stdout.re_match_lines([r"\s+APR\s+1\s+1\s+0\s+0\s+0\s+.*"])
+    result.stdout.re_match_lines(
+        [r"\s+area\s+passed\s+partial\s+failed\s+warning\s+info\s+not applicable.*"]
+    )
+    result.stdout.re_match_lines([r"\s+APR\s+1\s+0\s+1\s+0\s+0\s+0\s+.*"])
     result.stdout.fnmatch_lines(["failures (MUST):", "  test_cases::test_must_fails  [[]APR-2[]]"])
     result.stdout.fnmatch_lines(["*expected: status denied", "*actual: status completed"])
     result.stdout.fnmatch_lines(
@@ -296,3 +298,163 @@ def test_rendered_summary_without_client_or_failures():
     assert lines[-1] == "conformance run PASSED (exit status 0)"
     assert any(line.split()[:2] == ["CFG", "0"] for line in lines)
     assert any("uncovered" in line for line in lines)
+
+
+# ---- partial, preconditions, figures, secrets ----------------------------------------------------
+
+PARTIAL_CASES = """
+import pytest
+from mcp_host_conformance.harness.outcomes import check, not_observable, precondition
+
+@pytest.mark.requirements("APR-2")
+def test_runs():
+    pass
+
+@pytest.mark.requirements("APR-2")
+def test_slow_here():
+    pytest.skip("slow: waits for a real default timeout; run with --run-slow")
+
+@pytest.mark.requirements("APR-3")
+def test_unseen():
+    not_observable("no network namespace on this machine")
+
+@pytest.mark.requirements("APR-4")
+def test_selected():
+    pass
+
+@pytest.mark.requirements("APR-4")
+def test_deselected():
+    pass
+
+@pytest.mark.requirements("RETRY-2")
+def test_needs_unknown_first():
+    precondition(False, ids="RES-6", expected="the call ends unknown", actual="completed")
+
+@pytest.mark.requirements("DISC-11")
+def test_figures(record_property):
+    record_property("ready_seconds", 0.25)
+    record_property("instructions", "mcphc-canary-key-0123456789abcdef01234567 in here")
+"""
+
+
+def test_a_requirement_with_cases_that_did_not_run_is_partial_never_passed(pytester):
+    report_path = pytester.path / "r.json"
+    result = run(
+        pytester, f"--report-json={report_path}", "-k", "not deselected", cases=PARTIAL_CASES
+    )
+    report = load(report_path)
+    reqs = report["requirements"]
+    assert reqs["APR-2"]["outcome"] == "partial"
+    assert "test_cases::test_slow_here (slow" in reqs["APR-2"]["reason"]
+    assert reqs["APR-3"]["outcome"] == "skipped"
+    assert "not observable: no network namespace" in reqs["APR-3"]["reason"]
+    assert reqs["APR-4"]["outcome"] == "partial"
+    assert "test_cases::test_deselected (deselected)" in reqs["APR-4"]["reason"]
+    assert reqs["CFG-1"]["reason"] == ""
+    text = result.stdout.str()
+    assert "partial (not passed: some of their cases did not run):" in text
+    assert "  APR-2: 1 of 2 case(s) did not run: test_cases::test_slow_here (slow" in text
+    assert report["summary"]["requirements"]["partial"] == 2
+
+
+def test_partial_never_fails_the_run(pytester):
+    cases = PARTIAL_CASES.split('@pytest.mark.requirements("RETRY-2")')[0]
+    assert run(pytester, "-k", "not deselected", cases=cases).ret == 0
+
+
+def test_a_failed_precondition_fails_its_own_requirement_and_leaves_the_case_s_unchecked(
+    pytester,
+):
+    report_path = pytester.path / "r.json"
+    result = run(pytester, f"--report-json={report_path}", cases=PARTIAL_CASES)
+    assert result.ret == 1
+    report = load(report_path)
+    assert report["requirements"]["RES-6"]["outcome"] == "failed"
+    assert report["requirements"]["RES-6"]["cases"] == ["test_cases::test_needs_unknown_first"]
+    assert report["requirements"]["RETRY-2"]["outcome"] == "skipped"
+    assert "precondition failed: RES-6" in report["requirements"]["RETRY-2"]["reason"]
+    case = next(c for c in report["cases"] if c["id"].endswith("test_needs_unknown_first"))
+    assert case["precondition"] is True and case["failed_requirements"] == ["RES-6"]
+    assert case["message"].startswith("precondition failed: RES-6 (MUST): ")
+    result.stdout.fnmatch_lines(["*precondition failed: RES-6 (MUST): *"])
+
+
+def test_recorded_figures_reach_the_console_and_the_json_without_secrets(pytester):
+    report_path = pytester.path / "r.json"
+    result = run(pytester, f"--report-json={report_path}", "-k", "figures", cases=PARTIAL_CASES)
+    case = load(report_path)["cases"][0]
+    assert case["figures"]["ready_seconds"] == 0.25
+    assert case["figures"]["instructions"] == "<secret> in here"
+    result.stdout.fnmatch_lines(
+        [
+            "figures (recorded by the cases*",
+            "*test_cases::test_figures  [[]DISC-11[]]",
+            "*ready_seconds: 0.25",
+        ]
+    )
+    assert "mcphc-canary-key" not in result.stdout.str()
+    assert "mcphc-canary-key" not in report_path.read_text()
+
+
+SECRET_CASES = """
+import pytest
+from hypothesis import given, settings, strategies as st
+from mcp_host_conformance.harness.canaries import REGISTRY, Secrets
+
+KEY = "sk-mock-" + "5f" * 16
+REGISTRY.add(KEY, "model API key")
+
+class Model:
+    api_key = KEY
+    def __repr__(self):
+        return f"Model(api_key={self.api_key!r})"
+
+@pytest.fixture
+def model():
+    return Model()
+
+@pytest.mark.requirements("APR-2")
+@settings(max_examples=3, deadline=None)
+@given(st.integers())
+def test_property(model, n):
+    token = Secrets().new("header")
+    print("a library printed", token, model.api_key)
+    assert n < 0, f"the host echoed {token} with {model!r}"
+"""
+
+
+def test_a_failing_property_case_reports_no_secret(pytester):
+    report_path = pytester.path / "r.json"
+    junit = pytester.path / "junit.xml"
+    result = run(
+        pytester, f"--report-json={report_path}", f"--junitxml={junit}", "-rA", cases=SECRET_CASES
+    )
+    assert result.ret == 1
+    output = result.stdout.str() + result.stderr.str()
+    assert "Failing test case" in output or "Falsifying example" in output, output
+    for where, text in [
+        ("console", output),
+        ("json", report_path.read_text()),
+        ("junit", junit.read_text()),
+    ]:
+        assert "mcphc-canary-header" not in text, where
+        assert "5f5f5f5f5f5f5f5f" not in text, where
+
+
+def test_deselected_cases_are_known_to_the_xdist_controller(pytester):
+    report_path = pytester.path / "r.json"
+    run(
+        pytester,
+        "-p",
+        "xdist.plugin",
+        "-n",
+        "2",
+        "-k",
+        "not deselected",
+        f"--report-json={report_path}",
+        cases=PARTIAL_CASES,
+    )
+    reqs = load(report_path)["requirements"]
+    assert reqs["APR-4"]["outcome"] == "partial", reqs["APR-4"]
+    assert "test_cases::test_deselected (deselected)" in reqs["APR-4"]["reason"]
+    assert reqs["RETRY-2"]["outcome"] == "skipped"

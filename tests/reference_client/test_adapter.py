@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import threading
@@ -51,7 +52,7 @@ def test_describe_and_protocol() -> None:
         30.0,
         True,
     )
-    assert d.profiles == frozenset() and d.project_config_files == []
+    assert d.profiles == frozenset() and d.project_config_files == ()
 
 
 def test_secrets_never_in_argv() -> None:
@@ -104,8 +105,7 @@ def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
         name="slow", tools=[Tool("wait")], misbehaviour=Misbehaviour(stall=["tools/call"])
     )
     with HttpMock(stalling) as mock, MockResponses() as model:
-        opts = options(tmp_path, model)
-        opts.call_timeout = 10.0
+        opts = dataclasses.replace(options(tmp_path, model), call_timeout=10.0)
         adapter.add_server(opts.home, HttpServer("slow", mock.url))
         model.script(
             [
@@ -125,13 +125,12 @@ def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
             assert turn.calls[0].status == "unknown"
             prompts: list[str] = []
             second = session.ask("next", lambda c: "y", lambda p: prompts.append(p) or True)
-            assert second.question_sent and second.acknowledgements == prompts
+            assert second.question_sent and list(second.acknowledgements) == prompts
         finally:
             stopped = session.stop()
 
         model.script([Step.text("resumed")])
-        opts.resume = stopped.session_id
-        resumed = adapter.start(opts)
+        resumed = adapter.start(dataclasses.replace(opts, resume=stopped.session_id))
         try:
             turn = resumed.ask("after resume", lambda c: "y", lambda p: True)
         finally:

@@ -10,15 +10,25 @@ different broken clients in one process would mix their bugs, so that is refused
 
 A `BrokenClient` is also its own zero-argument factory (calling it gives the adapter), so a
 mapping of them is what the entry-point group `mcp_host_conformance.zoos` loads.
+
+Some cases run the host's own command in a process of their own (CRED-5 types a secret at
+`mcp add`); that process must carry the same patches. A broken client remembers the module
+that defined it, so `python -m mcp_host_conformance.zoo.client MODULE:NAME FILE ARGS...`
+finds it there (by import, or from FILE when the module is not importable in that process)
+wherever it was defined, inside this zoo or in a project's own tests, as long as it is
+reachable from its module's top level (an attribute, or an item of a list, tuple or dict).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import pkgutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
@@ -50,13 +60,18 @@ def replaced(target: str) -> Callable[[Callable[[Any], Any]], Seam]:
 class BrokenClient:
     name: str
     description: str
-    fails: frozenset[str]  # exactly the requirement IDs the suite must fail against it
+    fails: AbstractSet[str]  # exactly the requirement IDs the suite must fail against it
     seams: tuple[Seam, ...]
     target: str = ""  # the requirement it was made for (one of `fails`)
+    # Where it was defined (the module, and its file), for a process of its own.
+    defined_in: tuple[str, str | None] = field(
+        default=("", None), init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fails", frozenset(self.fails))
         object.__setattr__(self, "seams", tuple(self.seams))
+        object.__setattr__(self, "defined_in", _caller_module())
         if not self.target:
             object.__setattr__(self, "target", min(self.fails))
         if self.target not in self.fails:
@@ -64,6 +79,18 @@ class BrokenClient:
 
     def __call__(self) -> BrokenAdapter:
         return BrokenAdapter(self)
+
+
+def _caller_module() -> tuple[str, str | None]:
+    """The module (name, file) that constructed the BrokenClient being initialised: the
+    first frame up the stack outside this module (the dataclass's generated __init__ runs
+    with this module's globals)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in (__name__, "dataclasses"):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:  # pragma: no cover - there is always a caller
+        return "", None
+    return str(frame.f_globals.get("__name__", "")), frame.f_globals.get("__file__")
 
 
 _applied: str | None = None
@@ -102,17 +129,19 @@ class BrokenAdapter:
     def describe(self):
         from mcp_host_conformance.reference_client.adapter import INTERACTIVE_ADD
 
+        module, file = self.client.defined_in
         return dataclasses.replace(
             self._reference.describe(),
             name=f"broken:{self.client.name}",
             # the person's own command runs in a process of its own: with the same patches
-            interactive_add=[
+            interactive_add=(
                 sys.executable,
                 "-m",
-                "mcp_host_conformance.zoo",
-                self.client.name,
+                "mcp_host_conformance.zoo.client",
+                f"{module}:{self.client.name}",
+                file or "-",
                 *INTERACTIVE_ADD,
-            ],
+            ),
         )
 
     def add_server(self, home, server):
@@ -135,3 +164,64 @@ def by_name(clients: Iterable[BrokenClient]) -> dict[str, BrokenClient]:
             raise ValueError(f"two broken clients named {client.name}")
         found[client.name] = client
     return found
+
+
+def _module(name: str, file: str | None) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if not file:
+            raise
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {name} from {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _candidates(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, list | tuple):
+        return value
+    return [value]
+
+
+def find(locator: str, file: str | None) -> BrokenClient:
+    """The broken client NAME defined in MODULE (`locator` is "MODULE:NAME"), found among
+    the module's top-level values (and the items of its top-level lists, tuples, dicts)."""
+    module_name, _, name = locator.rpartition(":")
+    module = _module(module_name, file)
+    for value in list(vars(module).values()):
+        for candidate in _candidates(value):
+            if isinstance(candidate, BrokenClient) and candidate.name == name:
+                return candidate
+    raise LookupError(f"no broken client {name!r} at the top level of {module_name}")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m mcp_host_conformance.zoo.client MODULE:NAME FILE ARGS...`: the reference
+    host's command line with ARGS, patched as broken client NAME (FILE: "-" or the module's
+    file, for a module that cannot be imported by name here)."""
+    if len(argv) < 2:
+        print(
+            "usage: python -m mcp_host_conformance.zoo.client MODULE:NAME FILE|- "
+            "[mcp-reference-host arguments...]",
+            file=sys.stderr,
+        )
+        return 2
+    client = find(argv[0], None if argv[1] == "-" else argv[1])
+    apply(client)
+    from mcp_host_conformance.reference_client.cli import main as reference_main
+
+    return reference_main(argv[2:])
+
+
+if __name__ == "__main__":
+    # Run as a script, this file is `__main__`: use the one real module, whose class the
+    # broken clients are instances of.
+    from mcp_host_conformance.zoo import client as _real
+
+    sys.exit(_real.main(sys.argv[1:]))
