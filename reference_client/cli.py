@@ -106,7 +106,7 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
     mcp = commands.add_parser(
         "mcp", help="add, list or remove MCP servers", description="Manage the MCP servers."
     )
-    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=make)  # type: ignore[call-overload]
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=make)
     mcp_commands.required = True
     add = mcp_commands.add_parser(
         "add",

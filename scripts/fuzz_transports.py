@@ -457,14 +457,18 @@ async def _run(messages: int, seed: int, bound: float) -> FuzzReport:
     asyncio.get_running_loop().set_exception_handler(
         lambda loop, context: loop_errors.append(str(context.get("message")))
     )
-    http.MAX_RETRY_SECONDS = 0.01  # see the module docstring
-    http.DEFAULT_RETRY_SECONDS = 0.0
-    with _HostileHttpServer(seed) as server:
-        phases = [
-            await _http_phase(server, "json", messages, bound),
-            await _http_phase(server, "sse", messages, bound),
-        ]
-    phases.append(await _stdio_phase(seed, messages, bound))
+    # See the module docstring; restored after, since a test runs this in its own process.
+    saved = http.MAX_RETRY_SECONDS, http.DEFAULT_RETRY_SECONDS
+    http.MAX_RETRY_SECONDS, http.DEFAULT_RETRY_SECONDS = 0.01, 0.0
+    try:
+        with _HostileHttpServer(seed) as server:
+            phases = [
+                await _http_phase(server, "json", messages, bound),
+                await _http_phase(server, "sse", messages, bound),
+            ]
+        phases.append(await _stdio_phase(seed, messages, bound))
+    finally:
+        http.MAX_RETRY_SECONDS, http.DEFAULT_RETRY_SECONDS = saved
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return FuzzReport(seed, phases, loop_errors, peak)
 

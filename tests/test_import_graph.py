@@ -17,8 +17,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import mcp_host_conformance
 
 ROOT = "mcp_host_conformance"
@@ -36,12 +34,6 @@ ALLOWED: dict[str, set[str]] = {
 BRIDGE = f"{ROOT}.reference_client.adapter"  # the one module of the host that knows harness
 
 # Cycles being removed by another change (a pair of modules each), with why they are here.
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # reference_client/cli.py runs the driver (`mcp-reference-host driver`) through the
-    # adapter module, which configures hosts through cli.main: being removed in the
-    # reference client's restructuring (branch refclient).
-    frozenset({f"{ROOT}.reference_client.adapter", f"{ROOT}.reference_client.cli"}),
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -168,32 +160,8 @@ def test_every_part_of_the_package_is_parsed() -> None:
 def test_no_import_cycle_between_modules() -> None:
     problems = []
     for component in _cycles(GRAPH):
-        if len(component) == 2 and frozenset(component) in KNOWN_CYCLES:
-            continue
         problems.append(" <-> ".join(component))
     assert not problems, "import cycles:\n" + "\n".join(problems)
-
-
-def test_known_cycles_are_still_there_or_removed_from_the_list() -> None:
-    current = {frozenset(c) for c in _cycles(GRAPH) if len(c) == 2}
-    gone = [" <-> ".join(sorted(pair)) for pair in KNOWN_CYCLES if pair not in current]
-    assert not gone, f"these known cycles are gone: delete them from KNOWN_CYCLES: {gone}"
-
-
-@pytest.mark.parametrize("part", PARTS)
-def test_dependency_direction(part: str) -> None:
-    wrong = []
-    for module, targets in GRAPH.items():
-        if _part(module) != part:
-            continue
-        for target in sorted(targets):
-            other = _part(target)
-            if other == part or other in ALLOWED[part]:
-                continue
-            if module == BRIDGE and other == "harness":
-                continue
-            wrong.append(f"{module} imports {target}")
-    assert not wrong, "\n".join(wrong)
 
 
 def test_the_detector_sees_lazy_imports_and_cycles() -> None:

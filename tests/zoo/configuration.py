@@ -41,7 +41,7 @@ def _project_servers(cwd: Path) -> list:
         document = json.loads((cwd / ".mcp.json").read_text())
     except (OSError, ValueError):
         return []
-    found = []
+    found: list[HttpServerConfig | StdioServerConfig] = []
     for name, entry in (document.get("mcpServers") or {}).items():
         if entry.get("url"):
             found.append(HttpServerConfig(name, entry["url"], {}))
