@@ -33,7 +33,13 @@ from mcp_host_conformance.harness.adapter import (
     Stopped,
     Turn,
 )
-from mcp_host_conformance.harness.mock_contract import HttpServerMock, StdioServerMock
+from mcp_host_conformance.harness.mock_contract import (
+    HttpServerMock,
+    MarkedMock,
+    ModelService,
+    StdioServerMock,
+)
+from mcp_host_conformance.harness.outcomes import precondition
 
 __all__ = [
     "Acknowledgement",
@@ -183,6 +189,7 @@ class Running:
         limit = bound or self.host.timeouts.ask_bound(
             self.options.connect_timeout, self.options.call_timeout
         )
+        unmatched_before = len(self._unmatched_calls())
         turn = bounded(
             "ask()", lambda: self.session.ask(question, on_confirmation, on_acknowledgement), limit
         )
@@ -190,7 +197,27 @@ class Running:
         self.host._saw(
             turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
         )
+        not_offered = self._unmatched_calls()[unmatched_before:]
+        precondition(
+            not not_offered,
+            ids="EXP-5",
+            expected="a function offered for every MCP tool the (scripted) model calls",
+            actual="; ".join(not_offered),
+        )
         return turn
+
+    def _unmatched_calls(self) -> list[str]:
+        """Why each scripted call the mock model could not make so far (the host offered no
+        function for that tool), as the model service journalled them."""
+        model = self.host.model
+        if model is None:
+            return []
+        return [
+            str(problem)
+            for entry in model.journal.entries(kind="event")
+            if entry.extra.get("event") == "unmatched-call"
+            for problem in entry.extra.get("problems") or ()
+        ]
 
     def cancel(self) -> None:
         bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
@@ -230,7 +257,7 @@ class Host:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for every start
     # the mock model: told which configured name each mock has, so a scripted call
     # `Step.call(server=NAME, tool=T)` finds that mock's tool by its marker
-    model: Any = None
+    model: ModelService | None = None
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -267,8 +294,8 @@ class Host:
         self._bind(name, mock)
         return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
 
-    def _bind(self, name: str, mock: Any) -> None:
-        if self.model is not None and getattr(mock, "marker_token", None):
+    def _bind(self, name: str, mock: MarkedMock) -> None:
+        if self.model is not None:
             self.model.bind(name, mock)
 
     def add_stdio(
