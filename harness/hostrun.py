@@ -295,7 +295,8 @@ class Host:
         return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
 
     def _bind(self, name: str, mock: MarkedMock) -> None:
-        if self.model is not None:
+        # anything with a command or URL may stand in for a mock; only marked ones are bound
+        if self.model is not None and getattr(mock, "marker_token", None):
             self.model.bind(name, mock)
 
     def add_stdio(
