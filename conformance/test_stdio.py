@@ -183,7 +183,7 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
     """Its error output is discarded: a flood on stderr neither blocks the client nor is shown."""
     server = stdio_mock(tool_spec("noisy", stderr_flood=FLOOD))
     host.add_stdio("noisy", server)
-    running, turn = one_approved_query(host, model, "noisy")
+    running, turn = one_approved_query(host, model, "noisy", offer_rule="STDIO-4")
 
     status = running.status("noisy")
     check(

@@ -39,7 +39,7 @@ from mcp_host_conformance.harness.mock_contract import (
     ModelService,
     StdioServerMock,
 )
-from mcp_host_conformance.harness.outcomes import precondition
+from mcp_host_conformance.harness.outcomes import check, precondition
 
 __all__ = [
     "Acknowledgement",
@@ -169,10 +169,13 @@ class Running:
         approve: Approval = "y",
         acknowledge: Acknowledgement = True,
         bound: float | None = None,
+        offer_rule: str | None = None,
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
-        a callable(str) -> bool."""
+        a callable(str) -> bool. A scripted call of a tool the host offered no function for
+        ends the turn with a precondition failure of EXP-5, or, when `offer_rule` names the
+        case's own requirement whose rule is that the tool is offered, a failure of it."""
         approver = _approver(approve)
         acknowledger = _acknowledger(acknowledge)
 
@@ -198,9 +201,12 @@ class Running:
             turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
         )
         not_offered = self._unmatched_calls()[unmatched_before:]
-        precondition(
+        # A tool the model calls but the host never offered: its own outcome. A precondition
+        # of the case (EXP-5's rule, not the case's), unless the case says that offering the
+        # tool is its very rule (a healthy server beside failed ones, DISC-4).
+        (check if offer_rule else precondition)(
             not not_offered,
-            ids="EXP-5",
+            ids=offer_rule or "EXP-5",
             expected="a function offered for every MCP tool the (scripted) model calls",
             actual="; ".join(not_offered),
         )
