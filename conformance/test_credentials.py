@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.adapter import HttpServer
@@ -394,8 +394,14 @@ SECRET_TAILS = st.text(
 
 
 @pytest.mark.requirements("CRED-3")
+# No shrinking (nor example database): every example starts the host, and the first failing
+# one says enough; shrinking would start it dozens of times more.
 @settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=5,
+    deadline=None,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(tail=SECRET_TAILS)
 def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
