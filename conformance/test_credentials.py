@@ -23,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.adapter import HttpServer
 from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
 from mcp_host_conformance.harness.observe import model_requests
 from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check
@@ -415,7 +414,7 @@ def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
     seen_before = len(host.seen)
     files_before = len(host.session_files)
     requests_before = len(model.journal.entries())
-    host.add(HttpServer(name=name, url=server.url, headers={"X-Api-Key": value}))
+    host.add_http(name, server, headers={"X-Api-Key": value})
     model.script([Step.call(server=name, tool="query", arguments={"q": tail}), Step.text("done")])
     running = host.start()
     running.ask("call it", approve="y")
