@@ -16,7 +16,12 @@ import time
 
 import pytest
 
-from mcp_host_conformance.harness.observe import mcp_tool, mcp_tools, model_requests
+from mcp_host_conformance.harness.observe import (
+    model_requests,
+    offered_function,
+    offered_functions,
+    offered_tools_of,
+)
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.named import (
@@ -281,12 +286,9 @@ def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
     model.script([Step.text("three")])
     running.ask("third")
 
-    offered = [
-        sorted(t["description"].split("]", 1)[0] + "]" for t in mcp_tools(b))
-        for b in model_requests(model)
-    ]
+    offered = [offered_tools_of(b, docs) for b in model_requests(model)]
     check(
-        all(o == ["[MCP server docs, tool query]"] for o in offered),
+        all(o == ["query"] for o in offered),
         ids="DISC-5",
         expected="every model request offers the tools discovered at start (docs/query only)",
         actual=f"offered per request: {offered}",
@@ -395,9 +397,11 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
         "defs65": definitions_spec(65 * KIB),
         "array": bad_schema_spec([], "an array"),
     }
-    for name, spec in breakers.items():
-        host.add_http(name, http_mock(spec))
-    host.add_http("docs", http_mock(healthy()))
+    breaking = {name: http_mock(spec) for name, spec in breakers.items()}
+    for name, mock in breaking.items():
+        host.add_http(name, mock)
+    docs = http_mock(healthy())
+    host.add_http("docs", docs)
     running = host.start()
     model.script([Step.text("hi")])
     running.ask("hello")
@@ -411,11 +415,7 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
     )
     body = bodies[-1]
     leaked = sorted(
-        {
-            t["description"].split("]", 1)[0] + "]"
-            for t in mcp_tools(body)
-            if not t["description"].startswith("[MCP server docs,")
-        }
+        f"{name}/{tool}" for name, mock in breaking.items() for tool in offered_tools_of(body, mock)
     )
     check(
         not leaked,
@@ -426,10 +426,10 @@ def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
         actual=f"offered: {leaked}",
     )
     check(
-        mcp_tool(body, "docs", "query") is not None,
+        offered_function(body, docs, "query") is not None,
         ids="DISC-10",
         expected="the healthy server's tool still offered",
-        actual=f"offered MCP tools: {[t.get('name') for t in mcp_tools(body)]}",
+        actual=f"offered functions: {[f.get('name') for f, _ in offered_functions(body)]}",
     )
 
 

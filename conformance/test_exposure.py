@@ -16,7 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.observe import builtin_tools, mcp_tool, mcp_tools, model_requests
+from mcp_host_conformance.harness.observe import (
+    builtin_tools,
+    mcp_functions,
+    model_requests,
+    offered_for,
+    offered_function,
+)
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
@@ -52,12 +58,13 @@ def offered_after_start(host, model, ids: str) -> dict[str, Any]:
     return bodies[-1]
 
 
-def names_by_label(
-    body: dict[str, Any], pairs: list[tuple[str, str]]
+def names_offered(
+    model: Any, body: dict[str, Any], pairs: list[tuple[str, str]]
 ) -> dict[tuple[str, str], str | None]:
+    """The name each (server, tool) is offered under (found by its marker), None if absent."""
     found = {}
     for server, name in pairs:
-        offered = mcp_tool(body, server, name)
+        offered = offered_for(body, model, server, name)
         found[(server, name)] = None if offered is None else str(offered.get("name"))
     return found
 
@@ -68,7 +75,7 @@ def naive_replacement(server: str, name: str) -> str:
 
 
 def check_all_names(body: dict[str, Any]) -> None:
-    names = [str(t.get("name")) for t in mcp_tools(body)]
+    names = [str(t.get("name")) for t in mcp_functions(body)]
     bad = [n for n in names if not NAME_PATTERN.match(n) or not n.startswith("mcp_")]
     check(
         not bad,
@@ -98,7 +105,7 @@ def test_valid_names_are_mcp_server_tool(host, http_mock, model):
     host.add_http("docs", http_mock(spec("docs", [tool("query"), tool("read-file")])))
     host.add_http("Repo-2", http_mock(spec("Repo-2", [tool("List_Items")])))
     body = offered_after_start(host, model, "EXP-1")
-    found = names_by_label(body, pairs)
+    found = names_offered(model, body, pairs)
     wrong = {f"{s}/{t}": n for (s, t), n in found.items() if n != f"mcp_{s}_{t}"}
     check(
         not wrong,
@@ -124,7 +131,7 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
     first = offered_after_start(host, model, "EXP-2")
     second = offered_after_start(host, model, "EXP-2")
     check_all_names(first)
-    names = names_by_label(first, pairs)
+    names = names_offered(model, first, pairs)
     missing = [f"{s}/{t}" for (s, t), n in names.items() if n is None]
     check(
         not missing,
@@ -156,7 +163,7 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
         ),
         actual=f"names {clash}",
     )
-    again = names_by_label(second, pairs)
+    again = names_offered(model, second, pairs)
     changed = {
         f"{s}/{t}": (names[(s, t)], again[(s, t)])
         for s, t in pairs
@@ -193,7 +200,7 @@ def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     host.add_http(server, mock)
     body = offered_after_start(host, model, "EXP-2")
     check_all_names(body)
-    found = names_by_label(body, [(server, n) for n in names])
+    found = names_offered(model, body, [(server, n) for n in names])
     missing = [n for (_, n), exposed in found.items() if exposed is None]
     check(
         not missing,
@@ -238,7 +245,7 @@ def test_a_generated_name_taken_by_a_plain_one_stays_unique(host, http_mock, mod
         host.add_http("a", http_mock(spec("a", [tool(awkward), *map(tool, crafted)])))
         body = offered_after_start(host, model, "EXP-2")
         check_all_names(body)
-        generated = names_by_label(body, [("a", awkward)])[("a", awkward)]
+        generated = names_offered(model, body, [("a", awkward)])[("a", awkward)]
         check(
             generated is not None,
             ids="EXP-2",
@@ -277,14 +284,16 @@ SCHEMAS = {
 def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
     """The function's `parameters` equal the server's `inputSchema` exactly,
     and `strict` is false."""
-    host.add_http("docs", http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()])))
+    docs = http_mock(spec("docs", [tool(n, schema=s) for n, s in SCHEMAS.items()]))
+    host.add_http("docs", docs)
     body = offered_after_start(host, model, "EXP-3")
-    for name, schema in SCHEMAS.items():
-        offered = mcp_tool(body, "docs", name) or {}
+    for name in SCHEMAS:
+        served = docs.spec.tool(name).definition()["inputSchema"]  # as served (marker included)
+        offered = offered_function(body, docs, name) or {}
         check(
-            offered.get("parameters") == schema,
+            offered.get("parameters") == served,
             ids="EXP-3",
-            expected=f"parameters of docs/{name} equal to its inputSchema {schema}",
+            expected=f"parameters of docs/{name} equal to its inputSchema {served}",
             actual=f"parameters {offered.get('parameters')}",
         )
         check(
@@ -303,17 +312,16 @@ def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, mo
     text = "Searches the documentation index for a phrase."
     host.add_http("docs", http_mock(spec("docs", [tool("query", text)])))
     body = offered_after_start(host, model, "EXP-4")
-    offered = mcp_tool(body, "docs", "query")
+    offered = offered_for(body, model, "docs", "query") or {}
+    description = str(offered.get("description", ""))
     check(
-        offered is not None,
+        description.startswith("[MCP server docs, tool query]"),
         ids="EXP-4",
         expected="a function whose description starts with [MCP server docs, tool query]",
-        actual=(
-            "descriptions offered: "
-            f"{[str(t.get('description', ''))[:60] for t in body.get('tools', [])]}"
-        ),
+        actual=f"the function for docs/query has the description {description[:120]!r}"
+        if offered
+        else "no function offered for docs/query",
     )
-    description = str(offered.get("description"))
     check(
         text in description and "untrusted" in description.lower(),
         ids="EXP-4",
@@ -341,7 +349,7 @@ def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, mod
         expected="three model requests (call, result, second question)",
         actual=f"{len(bodies)}",
     )
-    without = [i for i, b in enumerate(bodies) if mcp_tool(b, "docs", "query") is None]
+    without = [i for i, b in enumerate(bodies) if offered_function(b, docs, "query") is None]
     check(
         not without,
         ids="EXP-5",

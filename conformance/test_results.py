@@ -4,10 +4,11 @@ Strategy: what counts is what the model is told, so the primary evidence is the 
 journal: the mock model journals the call_ids of every call it makes, and the case reads
 the paired `function_call_output` of the next request
 (`mcp_host_conformance.harness.observe.status_problem`). The status must be stated in
-that output (a labelled `status: X` must be X; otherwise the word must appear), and the
-adapter's Turn must report it too. Cases check the rule's status names and the facts it
-requires (the server's message, the omitted data absent, the size), never the reference
-client's wording or framing.
+that output: the catalog's framing `[Tool result: X]`, a structured `status` field, or a
+status phrase such as `Status: X` (a bare word anywhere states nothing; the first
+statement decides), and the adapter's Turn must report it too. Cases check the rule's
+status names and the facts it requires (the server's message, the omitted data absent, the
+size), never the reference client's wording.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ import pytest
 from mcp_host_conformance.harness.observe import (
     function_call_outputs,
     function_calls,
-    mcp_tool,
     model_requests,
+    offered_function,
     status_text,
 )
 from mcp_host_conformance.harness.outcomes import check
@@ -418,7 +418,7 @@ def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
         actual=f"question sent={turn.question_sent}, {len(bodies)} new model request(s)",
     )
     problems = replay_problems(bodies[0], first)
-    if mcp_tool(bodies[0], "docs", "search") is None:
+    if offered_function(bodies[0], after, "search") is None:
         problems.append("the server's new tool is not offered")
     check(
         not problems,

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from mcp_host_conformance.harness.observe import mcp_tool, model_requests, status_text
+from mcp_host_conformance.harness.observe import model_requests, offered_function, status_text
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
 from mcp_host_conformance.mocks.model_script import Step
@@ -310,7 +310,7 @@ def test_broken_stdio_servers_are_unavailable_and_others_work(host, stdio_mock, 
         actual=status_text(good),
     )
     bodies = model_requests(model)
-    offered = bool(bodies) and mcp_tool(bodies[0], "healthy", "query") is not None
+    offered = bool(bodies) and offered_function(bodies[0], healthy, "query") is not None
     check(
         offered,
         ids="STDIO-6",

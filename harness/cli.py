@@ -21,6 +21,7 @@ import functools
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from mcp_host_conformance.harness.items import case_id, requirement_ids
 from mcp_host_conformance.harness.loader import LoadError, zoo_clients
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.safe_text import visible
+from mcp_host_conformance.harness.sandbox import HOST, ISOLATED, REASON_ENV, SealError, seal
 
 __all__ = [
     "broken_clients_for",
@@ -44,6 +46,7 @@ __all__ = [
 
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
+NETWORK_AUTO = "auto"
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
 
 
@@ -106,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--report-json", metavar="PATH", help="write the JSON report to PATH")
     run.add_argument(
+        "--report-html",
+        metavar="PATH",
+        help="write the HTML report to PATH (one page: summary by area, every failure)",
+    )
+    run.add_argument(
         "--expected-failures",
         metavar="PATH",
         help="baseline: a file of requirement or case IDs expected to fail (one per line)",
@@ -124,6 +132,24 @@ def _parser() -> argparse.ArgumentParser:
         "for a slow or loaded machine, e.g. 3; default $MCP_HOST_CONFORMANCE_TIMEOUT_SCALE or 1",
     )
     run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+
+    run.add_argument(
+        "--network",
+        choices=(NETWORK_AUTO, ISOLATED, HOST),
+        default=NETWORK_AUTO,
+        help="seal the run (the host, its driver and children too) in a private network "
+        "namespace with only loopback and the suite's own addresses: 'auto' (default) when the "
+        "machine allows it, 'isolated' or fail (exit 3), 'host' never; docs/network.md",
+    )
+
+    sealed = commands.add_parser(
+        "sealed",
+        help="run any command in the sealed network a run uses (e.g. pytest directly)",
+        description="Run COMMAND (given after `--`) in a private network namespace with only "
+        "loopback, a stand-in remote address and private-range addresses (docs/network.md); "
+        "where the machine cannot make one it runs unsealed, or with --require exits 3.",
+    )
+    sealed.add_argument("--require", action="store_true", help="exit 3 instead of running unsealed")
 
     listing = commands.add_parser(
         "requirements",
@@ -165,6 +191,8 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         args += ["--client-cmd", options.client_cmd]
     if options.report_json:
         args += ["--report-json", options.report_json]
+    if options.report_html:
+        args += ["--report-html", options.report_html]
     if options.expected_failures:
         args += ["--expected-failures", options.expected_failures]
     if options.strict:
@@ -178,10 +206,40 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
     return args + list(extra)
 
 
-def _run(options: argparse.Namespace, extra: Sequence[str]) -> int:
+def _seal_run(mode: str) -> int | None:
+    """Seal this process's network as `--network` asks (before pytest starts any thread);
+    an exit status when the run must not go on."""
+    if mode == HOST:
+        os.environ[REASON_ENV] = "not sealed: --network host"
+        return None
+    try:
+        network = seal()
+    except SealError as exc:
+        sys.stderr.write(f"mcp-host-conformance: {exc}\n")
+        return 3
+    if mode == ISOLATED and not network.isolated:
+        sys.stderr.write(f"mcp-host-conformance: --network isolated: {network.reason}\n")
+        return 3
+    return None
+
+
+def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
     import pytest
 
+    if sealing:
+        refused = _seal_run(options.network)
+        if refused is not None:
+            return refused
     return int(pytest.main(build_run_args(options, extra)))
+
+
+def _sealed(options: argparse.Namespace, command: Sequence[str]) -> int:
+    from mcp_host_conformance.harness import sandbox
+
+    if not command:
+        sys.stderr.write("mcp-host-conformance sealed: give the command after `--`\n")
+        return 2
+    return sandbox.main([*(["--require"] if options.require else []), "--", *command])
 
 
 # ---- requirements ------------------------------------------------------------------------------
@@ -310,7 +368,12 @@ def write_baseline(report_path: str, *, requirements: bool = False) -> str:
 # ---- entry point ------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> int:
+    """The command line. `sealing` (default: only when reading the real command line, i.e.
+    `argv` is None) lets `run` move this very process into the sealed network; a caller
+    that passes `argv` keeps its own process as it is unless it asks for it."""
+    if sealing is None:
+        sealing = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
@@ -318,7 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:at], argv[at + 1 :]
     options = _parser().parse_args(argv)
     if options.command == "run":
-        return _run(options, extra)
+        return _run(options, extra, sealing)
+    if options.command == "sealed":
+        return _sealed(options, extra)
     if options.command == "baseline":
         text = write_baseline(options.report, requirements=options.requirements)
         if options.output:

@@ -39,6 +39,8 @@ from mcp_host_conformance.harness.mock_contract import (
     StdioServerMock,
 )
 from mcp_host_conformance.harness.run_cleanup import RESOURCES
+from mcp_host_conformance.harness.sandbox import Network
+from mcp_host_conformance.harness.sandbox import observe as observe_network
 
 if TYPE_CHECKING:
     from mcp_host_conformance.mocks.http_server import HttpMock
@@ -55,6 +57,7 @@ __all__ = [  # what the plugin registers: the fixtures (and the Case type they s
     "host",
     "http_mock",
     "model",
+    "network",
     "project",
     "secrets",
     "stdio_mock",
@@ -147,6 +150,13 @@ def timeouts(pytestconfig: pytest.Config) -> Timeouts:
     return Timeouts.scaled(timeout_scale(pytestconfig))
 
 
+@pytest.fixture(scope="session")
+def network() -> Network:
+    """The network the run sees (`mcp_host_conformance.harness.sandbox.Network`): `isolated`
+    (sealed: loopback, `remote_address` and `private_addresses` only) or not, with the reason."""
+    return observe_network()
+
+
 # ---- per case ------------------------------------------------------------------------------
 
 
@@ -235,6 +245,7 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
         model_url=model.url,
         model_key=model.api_key,
         timeouts=timeouts,
+        model=model,
     )
     case.hosts.append(owner)
     return owner

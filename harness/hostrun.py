@@ -228,6 +228,9 @@ class Host:
     runs: list[Running] = field(default_factory=list)
     ca_file: Path | None = None
     env: dict[str, str] = field(default_factory=dict)  # extra environment for every start
+    # the mock model: told which configured name each mock has, so a scripted call
+    # `Step.call(server=NAME, tool=T)` finds that mock's tool by its marker
+    model: Any = None
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -261,7 +264,12 @@ class Host:
         address = url or mock.url
         if address is None:
             raise ValueError(f"add_http({name!r}): the mock is not started (it has no URL)")
+        self._bind(name, mock)
         return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
+
+    def _bind(self, name: str, mock: Any) -> None:
+        if self.model is not None and getattr(mock, "marker_token", None):
+            self.model.bind(name, mock)
 
     def add_stdio(
         self,
@@ -272,6 +280,7 @@ class Host:
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
+        self._bind(name, mock)
         return self.add(
             StdioServer(
                 name=name,

@@ -16,13 +16,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from mcp_host_conformance.mocks.journal import Entry, Journal
 from mcp_host_conformance.mocks.model_script import Step
-from mcp_host_conformance.mocks.spec import Tool
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
 __all__ = [
     "Closable",
     "Entry",
     "HttpServerMock",
     "Journal",
+    "MarkedMock",
     "Mock",
     "ModelService",
     "StdioServerMock",
@@ -46,7 +47,18 @@ class Mock(Closable, Protocol):
     def journal(self) -> Journal: ...
 
 
-class HttpServerMock(Mock, Protocol):
+class MarkedMock(Protocol):
+    """A mock MCP server that marks its tools (`mcp_host_conformance.mocks.spec.with_markers`):
+    the mock model finds each tool's function by that marker, wherever a host put it."""
+
+    @property
+    def marker_token(self) -> str: ...
+
+    @property
+    def spec(self) -> ServerSpec: ...  # as served: its tools carry their markers
+
+
+class HttpServerMock(Mock, MarkedMock, Protocol):
     """A mock MCP server over Streamable HTTP (plain or TLS)."""
 
     @property
@@ -63,8 +75,12 @@ class ModelService(Mock, Protocol):
 
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None: ...
 
+    def bind(self, server: str, mock: Any) -> None: ...  # the host knows `mock` as `server`
 
-class StdioServerMock(Protocol):
+    def marker_for(self, server: str, tool: str) -> str | None: ...
+
+
+class StdioServerMock(MarkedMock, Protocol):
     """A stdio mock prepared for the client to start: no URL, the client spawns it."""
 
     @property

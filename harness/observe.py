@@ -1,10 +1,14 @@
 """Reading what the client sent to the model service, the way a case needs it.
 
-Strategy: cases check rules, not the reference client's way of meeting them, so an MCP
-tool is found in a model request by its label `[MCP server S, tool T]` (EXP-4), never by
-assuming the exposed name. These are pure functions of the mock Responses service's
-journal entries and request bodies (see `mcp_host_conformance.mocks.model_script` for
-the body readers).
+Strategy: cases check rules, not the reference client's way of meeting them. An MCP tool
+is found in a model request by its mock's marker (`offered_function`, `offered_for`), which
+every mock serves in each tool's description and schema: it is there whatever name, label
+or place (a top-level function, a function inside a Responses `namespace` tool) the host
+chose. Only the EXP rules, whose subject is the naming and labelling, then check the name
+and the label `[MCP server S, tool T]` of what was found. A call's status is read the way
+the host states it (`stated_status`), never from a bare word. These are pure functions of
+the mock Responses service's journal entries and request bodies (see
+`mcp_host_conformance.mocks.responses.script` for the body readers).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 from typing import Any, Final
 
 from mcp_host_conformance.harness.adapter import STATUSES, CallStatus, ServerStatus, Turn
-from mcp_host_conformance.harness.mock_contract import Journal, ModelService
+from mcp_host_conformance.harness.mock_contract import Journal, MarkedMock, ModelService
 from mcp_host_conformance.mocks.journal import Entry, JournalTimeout
 from mcp_host_conformance.mocks.model_script import (
     function_call_outputs,
@@ -22,6 +26,8 @@ from mcp_host_conformance.mocks.model_script import (
     label,
     offered_tools,
 )
+from mcp_host_conformance.mocks.responses.script import carries, offered_functions
+from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
 # A request body or an item of one, as parsed JSON: the shape is the client's to get right,
 # so every reader here checks what it uses.
@@ -36,15 +42,21 @@ __all__ = [
     "function_calls",
     "label",
     "last_request",
+    "mcp_functions",
     "mcp_tool",
     "mcp_tools",
     "model_requests",
+    "offered_for",
+    "offered_function",
+    "offered_functions",
     "offered_names",
     "offered_tools",
+    "offered_tools_of",
     "output_text",
     "paired_outputs",
     "reply_calls",
     "shows_status",
+    "stated_status",
     "status_problem",
     "status_text",
     "stays_quiet",
@@ -79,14 +91,18 @@ def mcp_tools(body: object) -> list[Tool]:
 
 
 def builtin_tools(body: object) -> list[Tool]:
-    """Offered tools that are not MCP tools (the client's own), of any type."""
+    """Offered tools that are not MCP tools (the client's own), of any type: neither
+    labelled as an MCP tool nor carrying a mock's marker (a `namespace` tool holding MCP
+    functions carries their markers)."""
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return []
     return [
         t
         for t in tools
-        if isinstance(t, dict) and not str(t.get("description") or "").startswith("[MCP server ")
+        if isinstance(t, dict)
+        and not str(t.get("description") or "").startswith("[MCP server ")
+        and not carries(t, MARKER_PREFIX)
     ]
 
 
@@ -96,6 +112,43 @@ def mcp_tool(body: object, server: str, tool: str) -> Tool | None:
     return next(
         (t for t in offered_tools(body) if str(t.get("description") or "").startswith(wanted)), None
     )
+
+
+def _carrying(body: object, marker: str) -> Tool | None:
+    return next((f for f, _ in offered_functions(body) if carries(f, marker)), None)
+
+
+def offered_function(body: object, mock: MarkedMock, tool: str) -> Tool | None:
+    """The function the host offered for `mock`'s tool `tool`, found by the tool's marker
+    anywhere in it, at the top level or inside a `namespace` tool; None if not offered."""
+    return _carrying(body, tool_marker(mock.marker_token, tool))
+
+
+def offered_for(body: object, model: ModelService, server: str, tool: str) -> Tool | None:
+    """The function offered for tool `tool` of the server configured as `server`: by the
+    marker of the mock the model knows under that name (`Host.add_http`/`add_stdio` tell
+    it), else, for a server no mock stands behind, by its label."""
+    marker = model.marker_for(server, tool)
+    return mcp_tool(body, server, tool) if marker is None else _carrying(body, marker)
+
+
+def mcp_functions(body: object) -> list[Tool]:
+    """Every offered function for an MCP tool (carrying a mock's marker, or labelled), at the
+    top level or inside `namespace` tools."""
+    return [
+        f
+        for f, _ in offered_functions(body)
+        if carries(f, MARKER_PREFIX) or str(f.get("description") or "").startswith("[MCP server ")
+    ]
+
+
+def offered_tools_of(body: object, mock: MarkedMock, tools: list[str] | None = None) -> list[str]:
+    """Which of `mock`'s tools (default: every tool it serves or changes to) the request
+    offers, by their markers, in the mock's order."""
+    if tools is None:
+        spec = mock.spec
+        tools = [t.name for t in [*spec.tools, *spec.misbehaviour.changed_tools]]
+    return [name for name in dict.fromkeys(tools) if offered_function(body, mock, name)]
 
 
 def exposed_name(body: object, server: str, tool: str) -> str | None:
@@ -146,20 +199,47 @@ def output_text(output: object) -> str:
     return "" if output is None else json.dumps(output, ensure_ascii=False)
 
 
-_STATUS_LABEL = re.compile(r"\bstatus\b[\"']?\s*[:=]?\s*[\"']?([a-z_]+)", re.IGNORECASE)
-
-
-def shows_status(text: str, status: str) -> bool:
-    """Whether an output text tells the model this status. A labelled status
-    (`Status: unknown`, `"status": "unknown"`) must be this one; without a label the
-    status word must appear as a word."""
-    labelled = _STATUS_LABEL.search(text)
-    if labelled and labelled.group(1).lower() in STATUS_WORDS:
-        return labelled.group(1).lower() == status
-    return re.search(rf"(?<![a-z_]){re.escape(status)}(?![a-z_])", text, re.IGNORECASE) is not None
+def shows_status(output: object, status: str) -> bool:
+    """Whether an output states this status (see `stated_status`)."""
+    return stated_status(output) == status
 
 
 STATUS_WORDS: Final[tuple[CallStatus, ...]] = STATUSES
+_ANY_STATUS = "|".join(STATUS_WORDS)
+# The catalog's framing, as the seed shows it: `[Tool result: completed]`.
+_FRAMING = re.compile(rf"\[\s*tool\s+result\s*:\s*({_ANY_STATUS})\s*\]", re.IGNORECASE)
+# A status phrase: the word "status" (maybe quoted, maybe "status of this call") then
+# `:`, `=`, "is" or "was", then the status: `Status: unknown`, `"status": "denied"`,
+# `status=failed`, "The status of this call is unknown".
+_PHRASE = re.compile(
+    rf"(?<![\w-])status[\"'`]?(?:\s+of\s+[^\n.:;=]{{1,60}}?)?\s*(?:[:=]|\bis\b|\bwas\b)\s*"
+    rf"[\"'`]?({_ANY_STATUS})(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def stated_status(output: object) -> str | None:
+    """The status an output tells the model, or None when it states none.
+
+    Only a statement counts: the catalog's framing (`[Tool result: STATUS]`), a structured
+    field (a JSON object output whose `status` is one), or a status phrase (`Status: X`,
+    `"status": "X"`, "the status of this call is X"). A bare word anywhere (a Rust
+    backtrace's `<unknown>` frames, "failed to parse") states nothing. The first statement
+    in the output decides."""
+    structured: object = output.get("status") if isinstance(output, dict) else None
+    text = output_text(output)
+    if structured is None:
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        structured = parsed.get("status") if isinstance(parsed, dict) else None
+    if isinstance(structured, str) and structured.lower() in STATUS_WORDS:
+        return structured.lower()
+    found = [m for m in (_FRAMING.search(text), _PHRASE.search(text)) if m is not None]
+    if not found:
+        return None
+    return min(found, key=lambda m: m.start()).group(1).lower()
 
 
 def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
@@ -243,8 +323,14 @@ def status_problem(
     if len(outputs) > 1:
         return f"{len(outputs)} outputs for call {made['call_id']} in the next model request"
     text = output_text(outputs[0])
-    if not shows_status(text, status):
-        return f"the model received {text[:200]!r}, not status {status}"
+    stated = stated_status(outputs[0])
+    if stated is None:
+        return (
+            f"the model received {text[:200]!r}, which states no status (expected {status}: "
+            f"`[Tool result: {status}]`, a `status` field, or `Status: {status}`)"
+        )
+    if stated != status:
+        return f"the model received {text[:200]!r}, stating status {stated}, not {status}"
     reported = [c.status for c in turn.calls] if turn is not None else []
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"

@@ -93,6 +93,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--report-json", default=None, metavar="PATH", help="write the JSON report to PATH"
     )
     group.addoption(
+        "--report-html",
+        default=None,
+        metavar="PATH",
+        help="write the HTML report to PATH (one page: summary by area, every failure)",
+    )
+    group.addoption(
         "--expected-failures",
         default=None,
         metavar="PATH",
@@ -155,10 +161,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if d is None:
         return None
     profiles = ", ".join(sorted(d.profiles)) or "none"
+    from mcp_host_conformance.harness.sandbox import observe
+
+    network = observe()
     return [
         f"mcp-host-conformance: client {d.name} {d.version} (profiles: {profiles}; "
         f"default timeouts connect {d.connect_timeout:g}s, call {d.call_timeout:g}s; "
-        f"timeout scale {timeout_scale(config):g})"
+        f"timeout scale {timeout_scale(config):g})",
+        f"mcp-host-conformance: network {network.mode}"
+        + (f" ({network.reason})" if network.reason else " (loopback and the suite's addresses)"),
     ]
 
 

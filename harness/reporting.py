@@ -70,8 +70,10 @@ from mcp_host_conformance.harness.outcomes import (
     severest_level,
     worst,
 )
+from mcp_host_conformance.harness.report_html import render_html
 from mcp_host_conformance.harness.requirements import AREAS, CORE_AREAS, REQUIREMENTS
 from mcp_host_conformance.harness.safe_text import visible
+from mcp_host_conformance.harness.sandbox import observe as observe_network
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -198,6 +200,7 @@ def build_report(
     baseline: Baseline | None = None,
     stale: list[str] | None = None,
     unknown: list[str] | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON report (schema in docs/report-schema.md)."""
     requirements = requirement_outcomes(cases, collected)
@@ -215,6 +218,7 @@ def build_report(
             "cases": dict(sorted(case_counts.items())),
             "requirements": dict(sorted(requirement_counts.items())),
         },
+        "environment": dict(environment or {}),
         "requirements": requirements,
         "cases": [asdict(case) for case in cases],
         "baseline": None
@@ -278,6 +282,10 @@ def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> li
         lines.append(
             visible(f"client: {client['name']} {client['version']} (profiles: {profiles})")
         )
+    network = (report.get("environment") or {}).get("network")
+    if network:
+        reason = report["environment"].get("network_reason")
+        lines.append(visible(f"network: {network}" + (f" ({reason})" if reason else "")))
     lines.append(
         "requirements by area (a requirement's outcome is the worst of its cases; "
         "partial: what ran passed, but not all of its cases ran):"
@@ -605,10 +613,14 @@ class ReportingPlugin:
             baseline=self.baseline,
             stale=stale,
             unknown=unknown,
+            environment=observe_network().to_json(),
         )
         path = option(self.config, "report_json", None)
         if path:
             Path(path).write_text(json.dumps(self.report, indent=2) + "\n", "utf-8")
+        page = option(self.config, "report_html", None)
+        if page:
+            Path(page).write_text(render_html(self.report), "utf-8")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.report is None:
@@ -619,3 +631,6 @@ class ReportingPlugin:
         path = option(self.config, "report_json", None)
         if path:
             terminalreporter.write_line(f"JSON report: {path}")
+        page = option(self.config, "report_html", None)
+        if page:
+            terminalreporter.write_line(f"HTML report: {page}")

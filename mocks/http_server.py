@@ -39,7 +39,14 @@ from mcp_host_conformance.mocks.journal import Entry, Journal, rpc_entry
 from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
 from mcp_host_conformance.mocks.polling import PolledStream, segments, stream_key
-from mcp_host_conformance.mocks.spec import ServerSpec, Tool, spec_from_dict
+from mcp_host_conformance.mocks.spec import (
+    ServerSpec,
+    Tool,
+    marked_tools,
+    new_marker_token,
+    spec_from_dict,
+    with_markers,
+)
 
 JSON_HEADERS = [("content-type", "application/json")]
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
@@ -66,9 +73,10 @@ class HttpMock:
     ) -> None:
         if tls not in (None, "trusted", "untrusted"):
             raise ValueError(f"tls must be None, 'trusted' or 'untrusted', not {tls!r}")
-        # Checked and copied: a wrong spec fails here, clearly, and change_tools never
-        # touches the caller's.
-        self.spec = spec_from_dict(spec)
+        # Checked, copied (change_tools never touches the caller's) and marked, so the mock
+        # model finds this mock's tools (mocks.spec.with_markers); a wrong spec fails here.
+        self.marker_token = new_marker_token()
+        self.spec = with_markers(spec_from_dict(spec), self.marker_token)
         self.tls = tls
         self.limits = limits or HttpLimits()
         self.journal = Journal()
@@ -125,6 +133,7 @@ class HttpMock:
 
     def change_tools(self, tools: list[Tool]) -> None:
         """Switch the tool list and send `notifications/tools/list_changed` to every session."""
+        tools = marked_tools(tools, self.marker_token)
         if self._server is None or self._server.loop is None:
             self.behaviour.set_tools(tools)
             return

@@ -19,6 +19,7 @@ when started, so `python -m mcp_host_conformance.mocks list` stays fast.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -26,7 +27,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_host_conformance.mocks.journal import Journal
-from mcp_host_conformance.mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import (
+    MARKER_LENGTH,
+    MARKER_PREFIX,
+    MISSING,
+    Misbehaviour,
+    Reply,
+    ServerSpec,
+    Tool,
+    marked_schema,
+)
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -54,11 +64,19 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
+# Every running mock marks its tools (mocks.spec.with_markers); sizes are measured as served.
+_SOME_MARKER = MARKER_PREFIX + "0" * (MARKER_LENGTH - len(MARKER_PREFIX))
+
+
+def _as_served(tool: Tool) -> Tool:
+    return tool if tool.marker is not None else dataclasses.replace(tool, marker=_SOME_MARKER)
+
+
 def definitions_size(tools: list[Tool]) -> int:
     """A server's tool definitions total (DISC-9): name, description and schema, as sent."""
     total = 0
     for tool in tools:
-        full = tool.definition()
+        full = _as_served(tool).definition()
         total += json_size(
             {k: full[k] for k in ("name", "description", "inputSchema") if k in full}
         )
@@ -94,15 +112,13 @@ def many_tools_spec(n: int) -> ServerSpec:
 
 
 def schema_of_size(n_bytes: int) -> dict[str, Any]:
-    """An object schema whose compact JSON is exactly `n_bytes` long (n_bytes >= 100)."""
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {"text": {"type": "string", "description": ""}},
-    }
-    missing = n_bytes - json_size(schema)
+    """An object schema whose compact JSON, as served (a running mock adds its marker to the
+    schema's description), is exactly `n_bytes` long (n_bytes >= 100)."""
+    schema: dict[str, Any] = {"type": "object", "properties": {}, "title": ""}
+    missing = n_bytes - json_size(marked_schema(schema, _SOME_MARKER))
     if missing < 0:
         raise ValueError(f"a schema cannot be as small as {n_bytes} bytes")
-    schema["properties"]["text"]["description"] = "s" * missing
+    schema["title"] = "s" * missing
     return schema
 
 

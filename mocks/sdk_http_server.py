@@ -12,7 +12,6 @@ middleware journals every request the same way `HttpMock` does.
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import threading
 from typing import Any
@@ -21,7 +20,7 @@ from mcp_host_conformance.mocks import _rpc
 from mcp_host_conformance.mocks.admin import AdminAnswer, admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal, rpc_entry
 from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
-from mcp_host_conformance.mocks.spec import ServerSpec
+from mcp_host_conformance.mocks.spec import ServerSpec, new_marker_token, with_markers
 
 START_TIMEOUT = 10.0
 
@@ -139,7 +138,8 @@ class SdkHttpMock:
     """`spec` served by the SDK's Streamable HTTP app at `url`; `journal` like HttpMock's."""
 
     def __init__(self, spec: ServerSpec) -> None:
-        self.spec = copy.deepcopy(spec)
+        self.marker_token = new_marker_token()
+        self.spec = with_markers(spec, self.marker_token)  # a marked copy
         self.journal = Journal()
         self.url: str | None = None
         self.port: int | None = None

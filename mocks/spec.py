@@ -114,17 +114,80 @@ class Tool:
     input_schema: Any = field(default_factory=lambda: dict(DEFAULT_SCHEMA))  # raw; MISSING omits it
     annotations: dict[str, Any] | None = None
     reply: Reply = field(default_factory=Reply.echo_arguments)
+    # Set by a running mock (see `with_markers`), never by hand: a token unique to this tool
+    # of this mock, served in its description and schema so the mock model finds the
+    # function a host offers for it, whatever the host named or labelled it.
+    marker: str | None = None
 
     def definition(self) -> dict[str, Any]:
         """The tool as it appears in a `tools/list` result."""
         d: dict[str, Any] = {"name": self.name}
-        if self.description:
-            d["description"] = self.description
+        description = marked_text(self.description, self.marker)
+        if description:
+            d["description"] = description
         if self.input_schema != MISSING:
-            d["inputSchema"] = self.input_schema
+            d["inputSchema"] = marked_schema(self.input_schema, self.marker)
         if self.annotations is not None:
             d["annotations"] = self.annotations
         return d
+
+
+# ---- markers: how the mock model recognises a mock tool in any host's request ---------------
+
+MARKER_PREFIX = "mcphc-tool-"
+MARKER_LENGTH = len(MARKER_PREFIX) + 16
+
+
+def tool_marker(token: str, tool_name: str) -> str:
+    """The marker of tool `tool_name` on the mock whose marker token is `token`: unique per
+    mock and tool, the same for a tool of that name whenever it is served."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{token}\0{tool_name}".encode()).hexdigest()
+    return MARKER_PREFIX + digest[:16]
+
+
+def marked_text(text: str, marker: str | None) -> str:
+    """A description with the marker at its end (the text itself first and unchanged)."""
+    if marker is None:
+        return text
+    return f"{text} (ref {marker})" if text else f"(ref {marker})"
+
+
+def marked_schema(schema: Any, marker: str | None) -> Any:
+    """An object schema with the marker in its top-level `description` (others unchanged)."""
+    if marker is None or not isinstance(schema, dict):
+        return schema
+    marked = dict(schema)
+    current = marked.get("description")
+    marked["description"] = marked_text(current if isinstance(current, str) else "", marker)
+    return marked
+
+
+def new_marker_token() -> str:
+    import secrets
+
+    return secrets.token_hex(8)
+
+
+def marked_tools(tools: list[Tool], token: str) -> list[Tool]:
+    """Copies of `tools` carrying their markers (for tools a running mock switches to)."""
+    import copy
+
+    marked = copy.deepcopy(list(tools))
+    for tool in marked:
+        tool.marker = tool_marker(token, tool.name)
+    return marked
+
+
+def with_markers(spec: ServerSpec, token: str) -> ServerSpec:
+    """A copy of `spec` whose tools (and the tools it changes to) carry their markers."""
+    import copy
+
+    marked = copy.deepcopy(spec)
+    for tool in [*marked.tools, *marked.misbehaviour.changed_tools]:
+        tool.marker = tool_marker(token, tool.name)
+    return marked
 
 
 @dataclass
@@ -340,6 +403,7 @@ CHECKS: dict[type, dict[str, Check]] = {
         "input_schema": _anything,  # raw on purpose: mocks send malformed schemas
         "annotations": _optional(_object),
         "reply": _nested(Reply),
+        "marker": _optional(_string),
     },
     Misbehaviour: {
         "stall": _strings,

@@ -123,6 +123,8 @@ def run_suite(name: str, workdir: Path) -> Run:
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.json"
     argv = [
+        # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
+        sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
         sys.executable, "-m", "pytest",
         "--pyargs", "mcp_host_conformance.conformance", "--client", name, "--strict",
         "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
@@ -186,6 +188,8 @@ def test_suite_fails_exactly(name, suite_runs):
     described = (run.report.get("client") or {}).get("name")
     assert described == (f"broken:{name}" if name != REFERENCE else "mcp-reference-host"), described
     failed = run.failed_ids()
+    if "NET-1" in expected and run.report.get("environment", {}).get("network") != "isolated":
+        pytest.skip("NET-1's remote-host case is observed only in the sealed network (not here)")
     if failed != expected:
         lines = [f"{name}: the suite's failed requirements differ from the expected set"]
         for rid in sorted(expected - failed):

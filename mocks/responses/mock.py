@@ -98,6 +98,15 @@ class MockResponses:
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
         self.service.script(steps)
 
+    def marker_for(self, server: str, tool: str) -> str | None:
+        """The marker of `server`'s tool `tool`, when `server` is bound to a mock."""
+        return self.service.marker_for(server, tool)
+
+    def bind(self, server: str, mock: Any) -> None:
+        """The host knows `mock` (anything with a `marker_token`, or the token itself) as
+        `server`: scripted calls to `server` find its tools by their markers."""
+        self.service.bind(server, mock if isinstance(mock, str) else mock.marker_token)
+
     def reset(self) -> None:
         self.service.reset()
 

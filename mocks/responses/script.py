@@ -2,10 +2,14 @@
 
 Strategy: a script is a list of `Step`s, plain data that round-trips through JSON (so a
 person can write one in a file or POST it). Turning a step into output is a pure function
-of the step and the request body (`plan_reply`): a call names its tool by the label
-`[MCP server S, tool T]` that starts the offered function's description, or by exact
-name, and is resolved against the tools the client actually offered, so a script works
-whatever exposed name (hash suffix and all) a host chose. Nothing here does I/O; the
+of the step, the request body and the bindings (`plan_reply`). A call names its tool as
+server + tool: when the server name is bound to a mock's marker token, the function is the
+offered one that carries that tool's marker anywhere in it (every mock serves a marker in
+each tool's description and schema, `mocks.spec.with_markers`), whether it is a top-level
+function or one inside a Responses `namespace` tool, whatever the host named or labelled
+it; the reply calls it in the form it was offered (with its `namespace`). A server that is
+not bound falls back to the label `[MCP server S, tool T]` at the start of a description;
+a call may also name a function exactly. Nothing here does I/O; the
 service (`mcp_host_conformance.mocks.responses.service`) keeps the state (which step is next,
 what the autopilot has already called).
 """
@@ -13,8 +17,11 @@ what the autopilot has already called).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
 MCP_LABEL_PREFIX = "[MCP server "
 
@@ -32,6 +39,28 @@ def offered_tools(body: Any) -> list[dict[str, Any]]:
     if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
         return []
     return [t for t in body["tools"] if isinstance(t, dict) and t.get("type") == "function"]
+
+
+def offered_functions(body: Any) -> list[tuple[dict[str, Any], str | None]]:
+    """Every function offered, with the name of the `namespace` tool holding it (None for a
+    top-level function), top-level ones first."""
+    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
+        return []
+    found: list[tuple[dict[str, Any], str | None]] = [(t, None) for t in offered_tools(body)]
+    for tool in body["tools"]:
+        if not isinstance(tool, dict) or tool.get("type") != "namespace":
+            continue
+        inner = tool.get("tools")
+        for t in inner if isinstance(inner, list) else []:
+            if isinstance(t, dict) and t.get("type") == "function":
+                found.append((t, str(tool.get("name"))))
+    return found
+
+
+def carries(tool: dict[str, Any], marker: str) -> bool:
+    """Whether `marker` appears anywhere in an offered function (name, description,
+    parameters, at any depth)."""
+    return marker in json.dumps(tool, ensure_ascii=False)
 
 
 def offered_mcp_tools(body: Any) -> list[dict[str, Any]]:
@@ -207,25 +236,36 @@ def script_from_json(data: Any) -> list[Step]:
 class Plan:
     """What to answer: output items to build (function calls, text) or an HTTP error.
 
-    `calls` holds (exposed name, arguments string); `problems` says why a scripted call
-    could not be made (no offered tool matched), for the journal.
+    `calls` holds (function name, arguments string, namespace or None); `problems` says why
+    a scripted call could not be made (no offered function matched), for the journal.
     """
 
-    calls: list[tuple[str, str]] = field(default_factory=list)
+    calls: list[tuple[str, str, str | None]] = field(default_factory=list)
     text: str | None = None
     error_status: int | None = None
     error_message: str = ""
     problems: list[str] = field(default_factory=list)
 
 
-def find_tool(call: Call, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+Bindings = Mapping[str, str]  # configured server name -> its mock's marker token
+
+
+def find_tool(
+    call: Call, body: Any, bindings: Bindings | None = None
+) -> tuple[dict[str, Any], str | None] | None:
+    """The offered function `call` means, with its namespace; None if none was offered."""
+    functions = offered_functions(body)
     if call.name is not None:
-        return next((t for t in tools if t.get("name") == call.name), None)
+        return next(((t, ns) for t, ns in functions if t.get("name") == call.name), None)
+    token = (bindings or {}).get(str(call.server))
+    if token is not None:
+        marker = tool_marker(token, str(call.tool))
+        return next(((t, ns) for t, ns in functions if carries(t, marker)), None)
     wanted = label(str(call.server), str(call.tool))
     return next(
         (
-            t
-            for t in tools
+            (t, ns)
+            for t, ns in functions
             if isinstance(t.get("description"), str) and t["description"].startswith(wanted)
         ),
         None,
@@ -240,34 +280,51 @@ def encode_arguments(arguments: Any, tool: dict[str, Any]) -> str:
     return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
 
 
-def plan_reply(step: Step, body: Any) -> Plan:
+def not_offered(call: Call, body: Any) -> str:
+    """Why a call could not be made, as a case states it: the host offered no function."""
+    names = [
+        f"{ns}/{t.get('name')}" if ns else str(t.get("name")) for t, ns in offered_functions(body)
+    ]
+    wanted = call.name if call.name is not None else f"{call.server}/{call.tool}"
+    return f"the host offered no function for {wanted} (offered: {', '.join(names) or 'none'})"
+
+
+def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
     if step.kind == "text":
         return Plan(text=step.text_value)
     if step.kind == "error":
         return Plan(error_status=step.status, error_message=step.message)
-    tools = offered_tools(body)
     plan = Plan()
     for call in step.tool_calls:
-        tool = find_tool(call, tools)
-        if tool is None:
-            names = ", ".join(str(t.get("name")) for t in tools) or "none"
-            plan.problems.append(f"no offered tool matches {call.wanted()} (offered: {names})")
+        found = find_tool(call, body, bindings)
+        if found is None:
+            plan.problems.append(not_offered(call, body))
             continue
-        plan.calls.append((str(tool.get("name")), encode_arguments(call.arguments, tool)))
+        tool, namespace = found
+        plan.calls.append(
+            (str(tool.get("name")), encode_arguments(call.arguments, tool), namespace)
+        )
     if not plan.calls:
         plan.text = "mock model: " + "; ".join(plan.problems)
     return plan
+
+
+def is_mcp_function(tool: dict[str, Any]) -> bool:
+    """An offered function for an MCP tool: it carries a mock's marker, or an MCP label."""
+    description = tool.get("description")
+    labelled = isinstance(description, str) and description.startswith(MCP_LABEL_PREFIX)
+    return labelled or carries(tool, MARKER_PREFIX)
 
 
 def plan_autopilot(body: Any, already_called: set[str]) -> Plan:
     """Call the first offered MCP tool not called yet (by this service or in `input`), else
     answer text. One call per request keeps every call individually approvable."""
     done = already_called | {str(c.get("name")) for c in function_calls(body)}
-    tools = offered_mcp_tools(body)
-    for tool in tools:
+    tools = [(t, ns) for t, ns in offered_functions(body) if is_mcp_function(t)]
+    for tool, namespace in tools:
         name = str(tool.get("name"))
         if name not in done:
-            return Plan(calls=[(name, encode_arguments(None, tool))])
+            return Plan(calls=[(name, encode_arguments(None, tool), namespace)])
     return Plan(text=f"autopilot: called {len(tools)} MCP tool(s); nothing left to call.")
 
 

@@ -29,6 +29,7 @@ from mcp_host_conformance.mocks.responses.script import (
     plan_reply,
     script_from_json,
 )
+from mcp_host_conformance.mocks.spec import tool_marker
 
 JSON = {"content-type": "application/json"}
 
@@ -60,6 +61,7 @@ class ResponsesService:
         self._script: list[Step] | None = None
         self._called: set[str] = set()
         self._stored_calls: dict[str, list[str]] = {}
+        self._bindings: dict[str, str] = {}
 
     # state ---------------------------------------------------------------------------
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
@@ -74,11 +76,24 @@ class ResponsesService:
         with self._lock:
             self._script = new
 
+    def bind(self, server: str, marker_token: str) -> None:
+        """Tell the model that the host knows the mock with this marker token as `server`
+        (the name it was configured under), so `Step.call(server=, tool=)` finds its tools
+        by their markers."""
+        with self._lock:
+            self._bindings[server] = marker_token
+
+    def marker_for(self, server: str, tool: str) -> str | None:
+        with self._lock:
+            token = self._bindings.get(server)
+        return None if token is None else tool_marker(token, tool)
+
     def reset(self) -> None:
         with self._lock:
             self._script = None
             self._called.clear()
             self._stored_calls.clear()
+            self._bindings.clear()
         self.journal.clear()
 
     def requests(self) -> list[Any]:
@@ -104,6 +119,8 @@ class ResponsesService:
             return Answer(admin.status, dict(admin.headers), admin.body)
         if path == "/__script":
             return self._script_endpoint(method, raw)
+        if path == "/__servers":
+            return self._servers_endpoint(method, raw)
         body, unreadable = _parse(raw)
         extra: dict[str, Any] = {"body": body}
         if unreadable is not None:
@@ -139,10 +156,13 @@ class ResponsesService:
             )
         if plan.error_status is not None:
             return Answer.error(wire.error_for_status(plan.error_status, plan.error_message))
-        output = [wire.function_call_item(name, args) for name, args in plan.calls]
+        output = [wire.function_call_item(name, args, ns) for name, args, ns in plan.calls]
         # The calls this reply makes, on the request's own entry: cases pair them with the
         # outputs of the next request (RES-11) even when a client does not replay them.
-        extra["reply_calls"] = [{k: i[k] for k in ("call_id", "name", "arguments")} for i in output]
+        extra["reply_calls"] = [
+            {k: i[k] for k in ("call_id", "name", "arguments", "namespace") if k in i}
+            for i in output
+        ]
         if plan.text is not None:
             output.append(wire.message_item(plan.text))
         response = wire.response_object(body, output)
@@ -175,12 +195,13 @@ class ResponsesService:
         with self._lock:
             if self._script is None:
                 plan = plan_autopilot(body, self._called)
-                self._called.update(name for name, _ in plan.calls)
+                self._called.update(name for name, _, _ in plan.calls)
                 return plan
             if not self._script:
                 return Plan(text="done")
             step = self._script[0] if self._script[0].repeat else self._script.pop(0)
-        return plan_reply(step, body)
+            bindings = dict(self._bindings)
+        return plan_reply(step, body, bindings)
 
     def _script_endpoint(self, method: str, raw: bytes) -> Answer:
         """`POST /__script`: a JSON list of steps (or null for the autopilot)."""
@@ -195,6 +216,21 @@ class ResponsesService:
             return Answer.error(wire.ApiError(400, str(exc)))
         self.script(steps)
         return Answer.json(200, {"steps": 0 if steps is None else len(steps)})
+
+    def _servers_endpoint(self, method: str, raw: bytes) -> Answer:
+        """`POST /__servers`: {"configured server name": "mock marker token", ...}."""
+        if method != "POST":
+            return Answer(405, {"allow": "POST"})
+        data, problem = _parse(raw)
+        if (
+            problem is not None
+            or not isinstance(data, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+        ):
+            return Answer.error(wire.ApiError(400, 'expected {"server name": "marker token", ...}'))
+        for server, token in data.items():
+            self.bind(server, token)
+        return Answer.json(200, {"servers": len(data)})
 
 
 def _parse(raw: bytes) -> tuple[Any, str | None]:

@@ -189,8 +189,9 @@ def check_pairs(items: Any, pending: list[str]) -> ApiError | None:
 # ---- answers -----------------------------------------------------------------------------
 
 
-def function_call_item(name: str, arguments: str) -> dict[str, Any]:
-    return {
+def function_call_item(name: str, arguments: str, namespace: str | None = None) -> dict[str, Any]:
+    """A call of an offered function; `namespace` names the `namespace` tool holding it."""
+    item = {
         "type": "function_call",
         "id": new_id("fc"),
         "call_id": new_id("call"),
@@ -198,6 +199,9 @@ def function_call_item(name: str, arguments: str) -> dict[str, Any]:
         "arguments": arguments,
         "status": "completed",
     }
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item
 
 
 def message_item(text: str) -> dict[str, Any]:

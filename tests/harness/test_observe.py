@@ -35,9 +35,15 @@ TOOL = {
         ('{"status": "denied", "output": "nothing sent"}', "denied", True),
         ("[Tool result: output_limit] first part", "output_limit", True),
         ("Status: failed\nthe outcome is unknown", "unknown", False),  # the label decides
-        ("The status of this call is unknown.", "unknown", True),  # "of" is no status
-        ("completed", "failed", False),
+        ("The status of this call is unknown.", "unknown", True),
+        ("status=completed", "completed", True),
+        ("note: [tool result: failed] then Status: completed", "failed", True),  # first decides
+        # a bare word states nothing
+        ("completed", "completed", False),
         ("uncompleted work", "completed", False),
+        ("the server failed to answer", "failed", False),
+        ("Error: panic\n   0: <unknown>\n   1: <unknown>", "unknown", False),  # Rust backtrace
+        ("Wall time: 0.01 seconds\nOutput:\nunknown", "unknown", False),
     ],
 )
 def test_shows_status(text, status, expected):
@@ -111,6 +117,6 @@ def test_calls_are_paired_with_the_next_requests_outputs():
         assert call_outputs(model)[0][1] == ["Status: denied\nno"]
         turn = SimpleNamespace(calls=[SimpleNamespace(status="denied")])
         assert status_problem(model, turn, "denied") is None
-        assert "not status completed" in status_problem(model, turn, "completed")
+        assert "stating status denied, not completed" in status_problem(model, turn, "completed")
         other = SimpleNamespace(calls=[SimpleNamespace(status="completed")])
         assert "client reported" in status_problem(model, other, "denied")

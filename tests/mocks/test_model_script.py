@@ -38,16 +38,16 @@ BODY = {
 
 def test_label_resolution_and_exact_name():
     assert plan_reply(Step.call(server="s", tool="t", arguments={"a": 1}), BODY).calls == [
-        ("mcp_s_t_ab12", '{"a":1}')
+        ("mcp_s_t_ab12", '{"a":1}', None)
     ]
     assert plan_reply(Step.call(name="builtin", arguments="not json"), BODY).calls == [
-        ("builtin", "not json")
+        ("builtin", "not json", None)
     ]
 
 
 def test_label_must_match_whole_tool_name():
     plan = plan_reply(Step.call(server="s", tool="tt"), BODY)
-    assert plan.calls == [] and "[MCP server s, tool tt]" in plan.text and plan.problems
+    assert plan.calls == [] and "no function for s/tt" in plan.text and plan.problems
 
 
 def test_partial_match_in_several_calls_keeps_the_good_ones():

@@ -15,10 +15,10 @@ from mcp_host_conformance.mocks.named import (
     json_size,
     many_tools_spec,
     pages_spec,
-    schema_of_size,
+    schema_spec,
     start,
 )
-from mcp_host_conformance.mocks.spec import MISSING
+from mcp_host_conformance.mocks.spec import MISSING, with_markers
 from tests.mocks.conftest import Raw
 
 ISSUE_NAMES = [
@@ -68,11 +68,14 @@ def test_every_named_mock_of_the_issue_is_in_the_catalog():
 
 
 def test_limit_builders_measure_exactly():
-    assert json_size(schema_of_size(15 * KIB)) == 15 * KIB
-    assert json_size(schema_of_size(17 * KIB)) == 17 * KIB
+    """Sizes as served: every running mock adds its markers to descriptions and schemas."""
+    for n in (15 * KIB, 16 * KIB, 17 * KIB):
+        served = with_markers(schema_spec(n), "token").tools[0].definition()["inputSchema"]
+        assert json_size(served) == n
     for total in (63 * KIB, 64 * KIB, 65 * KIB):
         spec = definitions_spec(total)
         assert definitions_size(spec.tools) == total
+        assert definitions_size(with_markers(spec, "token").tools) == total
         assert all(json_size(t.input_schema) < 16 * KIB for t in spec.tools)
     assert len(many_tools_spec(129).tools) == 129
     spec = pages_spec(17)
@@ -80,8 +83,9 @@ def test_limit_builders_measure_exactly():
 
 
 def test_catalog_sizes_are_what_the_names_say():
-    def schema_size(name):
-        return json_size(CATALOG[name].build().tools[0].input_schema)
+    def schema_size(name):  # as served by a running (marking) mock
+        served = with_markers(CATALOG[name].build(), "token")
+        return json_size(served.tools[0].definition()["inputSchema"])
 
     assert schema_size("schema-15k") == 15 * KIB and schema_size("schema-17k") == 17 * KIB
     assert definitions_size(CATALOG["defs-under-64k"].build().tools) < 64 * KIB
@@ -91,12 +95,11 @@ def test_catalog_sizes_are_what_the_names_say():
 
 
 def test_definitions_size_counts_name_description_and_schema_only():
-    spec = many_tools_spec(1)
+    spec = with_markers(many_tools_spec(1), "token")
     tool = spec.tools[0]
     tool.annotations = {"readOnlyHint": True}
-    expected = json_size(
-        {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-    )
+    served = tool.definition()
+    expected = json_size({k: served[k] for k in ("name", "description", "inputSchema")})
     assert definitions_size([tool]) == expected
 
 

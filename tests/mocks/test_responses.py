@@ -132,7 +132,7 @@ def test_error_step_uses_the_envelope(model, client):
 def test_unmatched_call_answers_text_and_is_recorded(model, client):
     model.script([Step.call(server="nope", tool="x")])
     text = ask(client).json()["output"][0]["content"][0]["text"]
-    assert "[MCP server nope, tool x]" in text
+    assert "the host offered no function for nope/x" in text
     (event,) = model.journal.entries(kind="event")
     assert event.extra["event"] == "unmatched-call"
 

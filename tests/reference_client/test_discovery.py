@@ -89,7 +89,8 @@ def test_failures_do_not_stop_the_healthy_server(tmp_path) -> None:
     assert all(SECRET not in s.line for s in result.statuses)
     definition = result.offered["mcp_docs_query"].definition
     assert definition["description"].startswith("[MCP server docs, tool query]")
-    assert definition["parameters"] == good.tools[0].input_schema and definition["strict"] is False
+    served = healthy.spec.tools[0].definition()["inputSchema"]  # as served: marker included
+    assert definition["parameters"] == served and definition["strict"] is False
 
 
 def test_stdio_server_is_discovered(tmp_path) -> None:

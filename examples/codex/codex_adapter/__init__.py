@@ -1,0 +1,1 @@
+"""Conformance adapter for OpenAI Codex CLI through `codex app-server` (see README.md)."""

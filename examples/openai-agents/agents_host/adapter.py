@@ -1,0 +1,165 @@
+"""The conformance adapter for the Agents SDK host (`--client agents_host.adapter:Adapter`).
+
+Strategy: translate, never decide. Configuration commands edit the host's own file under the
+given HOME; a started host runs on an asyncio loop of its own thread, and `ask` blocks the
+harness's thread while the turn runs there, calling the harness's approval callback from a
+worker thread and passing its answer through as typed. The host runs in the harness's
+process, so its environment is the harness's: `StartOptions.env` is not applied (the MCP
+SDK's stdio transport, which the Agents SDK uses, reads `os.environ` itself, and an adapter
+must not change the harness's environment); HOME is passed to the host explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agents_host import config
+from agents_host.host import Host
+from mcp_host_conformance.harness.adapter import (
+    Acknowledger,
+    AdapterError,
+    Approver,
+    CallResult,
+    Confirmation,
+    Description,
+    HttpServer,
+    ServerConfig,
+    ServerStatus,
+    Shown,
+    StartOptions,
+    Stopped,
+    Turn,
+)
+
+T = TypeVar("T")
+BOUND = 300.0  # seconds: the adapter's own wait on the host's loop, above the harness's bounds
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="openai-agents-host", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(BOUND)
+        except TimeoutError:
+            future.cancel()
+            raise AdapterError(f"the Agents SDK host did not finish within {BOUND:g} s") from None
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class Session:
+    def __init__(self, options: StartOptions) -> None:
+        self._loop = _Loop()
+
+        async def make() -> tuple[Host, list]:
+            host = Host(
+                options.home,
+                options.model_url,
+                options.model_key,
+                options.connect_timeout,
+                options.call_timeout,
+                options.ca_file,
+                options.resume,
+            )
+            return host, await host.start()
+
+        try:
+            self.host, statuses = self._loop.run(make())
+        except BaseException:
+            self._loop.stop()
+            raise
+        self.statuses = [
+            ServerStatus(s.name, s.connected, s.tools, s.destination, s.reason, s.line)
+            for s in statuses
+        ]
+        self.text = "\n".join(s.line for s in statuses)
+        self._stopped: Stopped | None = None
+
+    def ask(self, question: str, approve: Approver, acknowledge: Acknowledger) -> Turn:
+        async def prompt(fields: dict[str, str]) -> str:
+            return await asyncio.to_thread(approve, Confirmation(**fields))
+
+        try:
+            outcome = self._loop.run(self.host.ask(question, prompt))
+        except AdapterError:
+            raise
+        except Exception as exc:
+            raise AdapterError(f"the host's turn failed: {type(exc).__name__}: {exc}") from None
+        return Turn(
+            question_sent=True,
+            confirmations=[Confirmation(**c) for c in outcome.confirmations],
+            calls=[CallResult(c.tool, c.status, c.output) for c in outcome.calls],
+            answer=outcome.answer,
+            text="\n".join(outcome.lines),
+        )
+
+    def cancel(self) -> None:  # not claimed (can_cancel False)
+        raise AdapterError("the Agents SDK host cannot cancel a call")
+
+    def stop(self) -> Stopped:
+        if self._stopped is None:
+            try:
+                self._loop.run(self.host.close())
+            finally:
+                self._loop.stop()
+            files = [self.host.session_file] if self.host.session_file.exists() else []
+            self._stopped = Stopped(self.host.session_id, files, "")
+        return self._stopped
+
+
+class Adapter:
+    """`mcp_host_conformance.harness.adapter.Adapter` for the Agents SDK host."""
+
+    def describe(self) -> Description:
+        return Description(
+            name="openai-agents-host",
+            version=(
+                f"openai-agents {metadata.version('openai-agents')}, mcp {metadata.version('mcp')}"
+            ),
+        )
+
+    def add_server(self, home: Path, server: ServerConfig) -> Shown:
+        servers = config.load(home)
+        if isinstance(server, HttpServer):
+            servers[server.name] = {
+                "type": "http",
+                "url": server.url,
+                "headers": dict(server.headers),
+            }
+        else:
+            servers[server.name] = {
+                "type": "stdio",
+                "command": server.command,
+                "args": list(server.args),
+                "env": dict(server.env),
+            }
+        path = config.save(home, servers)
+        return Shown(f"added {server.name}", [path])
+
+    def remove_server(self, home: Path, name: str) -> Shown:
+        servers = config.load(home)
+        servers.pop(name, None)
+        return Shown(f"removed {name}", [config.save(home, servers)])
+
+    def list_servers(self, home: Path) -> Shown:
+        lines = [f"{name}: {config.destination(spec)}" for name, spec in config.load(home).items()]
+        return Shown("\n".join(lines))
+
+    def start(self, options: StartOptions) -> Session:
+        return Session(options)

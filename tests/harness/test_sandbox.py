@@ -1,0 +1,232 @@
+"""The sealed network: what a process inside can and cannot reach, and how a run records it.
+
+Every check of the inside runs in a child process started through the sandbox's own
+command, so this test process is never sealed. Where the machine cannot make a network
+namespace at all, those tests are skipped with the sandbox's reason (CI's machine can).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mcp_host_conformance.harness import cli, sandbox
+from mcp_host_conformance.harness.remote import RemoteListener
+
+SANDBOX = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox"]
+BOUND = 60  # seconds; generous, a loaded machine
+
+PROBE = textwrap.dedent(
+    """
+    import errno, json, os, socket, sys
+    from mcp_host_conformance.harness.sandbox import observe
+
+    def connect(address, port):
+        s = socket.socket()
+        s.settimeout(10)  # a timeout would mean packets went somewhere: the test fails then
+        try:
+            s.connect((address, port))
+            return "connected"
+        except socket.timeout:
+            return "timeout"
+        except OSError as exc:
+            return errno.errorcode.get(exc.errno, str(exc.errno))
+        finally:
+            s.close()
+
+    def resolve(name):
+        try:
+            return sorted({a[4][0] for a in socket.getaddrinfo(name, 80, socket.AF_INET)})
+        except OSError as exc:
+            return "error"
+
+    free = socket.socket(); free.bind(("127.0.0.1", 0)); port = free.getsockname()[1]
+    free.close()
+    network = observe()
+    print(json.dumps({
+        "network": network.to_json(),
+        "uid": os.getuid(),
+        "public": connect("1.1.1.1", 443),
+        "testnet3": connect("203.0.113.7", 80),
+        "private_unlisted": connect("10.9.9.9", 80),
+        "loopback_closed": connect("127.0.0.1", port),
+        "dns": resolve("example.com"),
+        "names": {n: resolve(n) for n in ("mcp.example.invalid", "metadata.example.invalid")},
+        "interfaces": open("/proc/self/net/dev").read().count(":"),
+    }))
+    """
+)
+
+
+def _sealable() -> str | None:
+    """None when this machine can seal; else why not (tried in a child, as the run would)."""
+    done = subprocess.run(
+        [*SANDBOX, "--require", "--", "true"], capture_output=True, text=True, timeout=BOUND
+    )
+    return None if done.returncode == 0 else done.stderr.strip()
+
+
+@pytest.fixture(scope="module")
+def sealable() -> None:
+    reason = _sealable()
+    if reason:
+        pytest.skip(f"this machine cannot seal a network: {reason}")
+
+
+def run_inside(*command: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*(extra or []), *SANDBOX, "--require", "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
+
+
+def test_inside_only_loopback_and_the_suites_addresses_answer(sealable):
+    done = run_inside(sys.executable, "-c", PROBE)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["network"]["network"] == sandbox.ISOLATED
+    assert seen["network"]["remote_address"] == sandbox.REMOTE_ADDRESS
+    assert set(seen["network"]["private_addresses"]) == set(sandbox.PRIVATE_ADDRESSES)
+    assert seen["interfaces"] == 1  # lo only
+    # anything else fails at once: no route, or a refusal on loopback; never a timeout
+    assert seen["public"] == "ENETUNREACH"
+    assert seen["testnet3"] == "ENETUNREACH"
+    assert seen["private_unlisted"] == "ENETUNREACH"
+    assert seen["loopback_closed"] == "ECONNREFUSED"
+    assert seen["dns"] == "error"
+    assert seen["names"] == {
+        "mcp.example.invalid": [sandbox.REMOTE_ADDRESS],
+        "metadata.example.invalid": ["169.254.169.254"],
+    }
+    assert seen["uid"] == os.getuid()
+
+
+def test_the_machine_is_left_as_it_was(sealable):
+    hosts_before = Path("/etc/hosts").read_bytes()
+    leftovers_before = set(Path(tempfile.gettempdir()).glob("mcphc-hosts-*"))
+    done = run_inside("cat", "/etc/hosts")
+    assert done.returncode == 0, done.stderr
+    assert "mcp.example.invalid" in done.stdout
+    assert Path("/etc/hosts").read_bytes() == hosts_before
+    assert set(Path(tempfile.gettempdir()).glob("mcphc-hosts-*")) == leftovers_before
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become nobody"
+)
+def test_an_unprivileged_user_is_sealed_through_a_user_namespace(sealable):
+    """Not root: a user namespace configures lo, a nested one gives the uid back."""
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK):
+        pytest.skip("no system python3 for the unprivileged user")
+    probe = (
+        "import os, socket; s = socket.socket(); s.bind(('192.0.2.1', 0)); "
+        "print(os.getuid(), open('/proc/self/net/dev').read().count(':'))"
+    )
+    # the module is stdlib-only, so the system interpreter runs a copy of it as a plain file,
+    # from a directory the unprivileged user can read (pytest's own tmp_path is private)
+    with tempfile.TemporaryDirectory(prefix="mcphc-sandbox-test-") as where:
+        Path(where).chmod(0o755)
+        copy = Path(where) / "sandbox.py"
+        shutil.copy(sandbox.__file__, copy)
+        copy.chmod(0o644)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, str(copy)]
+            + ["--require", "--", python, "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=BOUND,
+            cwd=where,
+        )
+    if done.returncode == 3 and "cannot make" in done.stderr:
+        pytest.skip(f"no unprivileged user namespaces here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["65534", "1"]
+
+
+def test_require_fails_with_one_line_where_no_namespace_can_be_made(monkeypatch, capsys):
+    def refuse() -> None:
+        raise sandbox.SealError("unshare(user, net, mount): Operation not permitted (EPERM)")
+
+    monkeypatch.setattr(sandbox, "observe", lambda: sandbox.Network(sandbox.HOST, reason="x"))
+    monkeypatch.setattr(sandbox, "_threads", lambda: 1)
+    monkeypatch.setattr(sandbox, "_trial", lambda: "unshare: Operation not permitted")
+    monkeypatch.setattr(sandbox, "_seal_here", refuse)
+    monkeypatch.delenv(sandbox.REASON_ENV, raising=False)
+    assert sandbox.main(["--require", "--", "true"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot make a private network namespace" in err
+    assert "not permitted" in os.environ[sandbox.REASON_ENV]
+    # the run command: --network isolated refuses to go on; auto would run unsealed
+    assert cli.main(["run", "--network", "isolated"], sealing=True) == 3
+    assert "--network isolated" in capsys.readouterr().err
+
+
+def test_usage_errors():
+    assert sandbox.main([]) == 2
+    assert sandbox.main(["--bogus", "--", "true"]) == 2
+    assert sandbox.main(["--"]) == 2
+
+
+def test_observe_is_not_fooled_by_the_environment(monkeypatch):
+    """A claim in the environment proves nothing: only the namespace's interfaces count."""
+    if sandbox.observe().isolated:
+        pytest.skip("this test process itself runs sealed")
+    monkeypatch.setenv(sandbox.REASON_ENV, "")
+    assert sandbox.observe().mode == sandbox.HOST
+
+
+def test_remote_listener_journals_each_connection_with_its_request_line():
+    import socket
+
+    with RemoteListener("127.0.0.1") as remote:
+        with socket.create_connection((remote.address, remote.port)) as client:
+            client.sendall(b"POST /mcp HTTP/1.1\r\nHost: mcp.example.invalid:1\r\n\r\n")
+            client.recv(1)  # the listener closes without answering
+        entry = remote.journal.wait_for(kind="connection", timeout=BOUND)[0]
+        assert entry.extra["peer"] == "127.0.0.1"
+    assert entry.extra["first_line"] == "POST /mcp HTTP/1.1"
+    assert entry.extra["host"] == "mcp.example.invalid:1"
+
+
+def test_remote_listener_cannot_exist_off_the_sealed_network():
+    if sandbox.observe().isolated:
+        pytest.skip("this test process itself runs sealed")
+    with pytest.raises(OSError):
+        RemoteListener(sandbox.REMOTE_ADDRESS)
+
+
+@pytest.mark.parametrize("mode", ["auto", "host"])
+def test_a_run_records_its_network_in_the_report(mode, tmp_path, request):
+    if mode == "auto":
+        request.getfixturevalue("sealable")
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        ["mcp-host-conformance", "run", "--network", mode, "--report-json", str(report)]
+        + ["--", "-q", "-p", "no:randomly", "-k", "test_plain_http_to_a_remote_host"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND * 3,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    environment = json.loads(report.read_text())["environment"]
+    if mode == "auto":
+        assert environment["network"] == "isolated"
+        assert environment["remote_address"] == sandbox.REMOTE_ADDRESS
+        assert "network: isolated" in done.stdout
+    else:
+        assert environment["network"] == "host"
+        assert environment["network_reason"] == "not sealed: --network host"
+        [case] = json.loads(report.read_text())["cases"]
+        assert case["outcome"] not in ("passed", "failed")  # not observed: nothing contacted
