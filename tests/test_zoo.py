@@ -5,7 +5,7 @@ in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --cli
 --strict`, as a user would) and compare the requirement IDs that failed in its JSON report
 with the client's `fails` set: a missing ID means a case no longer catches the bug it
 exists for, an unexpected one means a case fails for a reason nobody wrote down. The
-reference client must fail none. `--strict` so that a SHOULD failure (RES-9) counts.
+reference client must fail none. `--strict` so that a SHOULD failure (HARD-1) counts.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
 together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases

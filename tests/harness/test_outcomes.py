@@ -24,12 +24,12 @@ def test_check_passes_silently():
 
 def test_failure_states_rule_expected_and_actual():
     with pytest.raises(ConformanceFailure) as caught:
-        check(False, ids=["APR-2", "RES-9"], expected="denied", actual="completed")
+        check(False, ids=["APR-2", "HARD-1"], expected="denied", actual="completed")
     text = str(caught.value)
     assert text.splitlines()[0].startswith("APR-2 (MUST): Approval is default-deny")
-    assert text.splitlines()[1].startswith("RES-9 (SHOULD): ")
+    assert text.splitlines()[1].startswith("HARD-1 (SHOULD): ")
     assert "  expected: denied" in text and "  actual: completed" in text
-    assert caught.value.ids == ["APR-2", "RES-9"]
+    assert caught.value.ids == ["APR-2", "HARD-1"]
     assert isinstance(caught.value, AssertionError)
 
 
@@ -63,8 +63,8 @@ def test_case_outcome(verdict, level, reason, outcome):
 
 
 def test_severest_level():
-    assert severest_level(["EXP-6", "RES-9"]) == "SHOULD"
-    assert severest_level(["RES-9", "APR-2"]) == "MUST"
+    assert severest_level(["EXP-6", "HARD-1"]) == "SHOULD"
+    assert severest_level(["HARD-1", "APR-2"]) == "MUST"
     assert severest_level([]) is None
 
 

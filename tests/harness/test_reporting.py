@@ -46,9 +46,9 @@ def test_must_fails():
 def test_must_passes():
     pass
 
-@pytest.mark.requirements("RES-9")
+@pytest.mark.requirements("HARD-1")
 def test_should_fails():
-    check(False, ids="RES-9", expected="unknown", actual="completed")
+    check(False, ids="HARD-1", expected="unknown", actual="completed")
 
 @pytest.mark.requirements("DISC-11")
 def test_info_records():
@@ -86,7 +86,7 @@ def test_must_failure_fails_the_run_and_everything_is_in_the_json(pytester):
     reqs = report["requirements"]
     assert reqs["APR-2"]["outcome"] == "failed" and reqs["APR-2"]["level"] == "MUST"
     assert reqs["APR-3"]["outcome"] == "passed"
-    assert reqs["RES-9"]["outcome"] == "warning"
+    assert reqs["HARD-1"]["outcome"] == "warning"
     assert reqs["DISC-11"]["outcome"] == "info"
     assert reqs["PIN-1"]["outcome"] == "not_applicable"
     assert reqs["CFG-1"] == {**reqs["CFG-1"], "outcome": "uncovered", "cases": []}
@@ -117,7 +117,7 @@ def test_terminal_summary_has_client_table_and_failures(pytester):
     result.stdout.fnmatch_lines(["failures (MUST):", "  test_cases::test_must_fails  [[]APR-2[]]"])
     result.stdout.fnmatch_lines(["*expected: status denied", "*actual: status completed"])
     result.stdout.fnmatch_lines(
-        ["warnings (SHOULD*", "  test_cases::test_should_fails  [[]RES-9[]]"]
+        ["warnings (SHOULD*", "  test_cases::test_should_fails  [[]HARD-1[]]"]
     )
     result.stdout.fnmatch_lines(["conformance run FAILED (exit status 1)"])
     assert result.parseoutcomes() == {"failed": 1, "passed": 2, "skipped": 1, "warned": 1}
@@ -127,9 +127,9 @@ SHOULD_ONLY = """
 import pytest
 from mcp_host_conformance.harness.outcomes import check
 
-@pytest.mark.requirements("RES-9")
+@pytest.mark.requirements("HARD-1")
 def test_should_fails():
-    check(False, ids="RES-9", expected="unknown", actual="completed")
+    check(False, ids="HARD-1", expected="unknown", actual="completed")
 
 @pytest.mark.requirements("DISC-11")
 def test_info_even_if_it_raises():
@@ -155,7 +155,7 @@ from mcp_host_conformance.harness.adapter import AdapterError
 def host():
     raise AdapterError("client crashed at start")
 
-@pytest.mark.requirements("RES-9")
+@pytest.mark.requirements("HARD-1")
 def test_should_case_whose_setup_fails(host):
     raise AssertionError("the body must not run")
 """
@@ -183,7 +183,7 @@ def test_outcomes_travel_from_xdist_workers_to_the_controller(pytester):
         "passed": 1,
         "warning": 1,
     }
-    assert report["requirements"]["RES-9"]["outcome"] == "warning"
+    assert report["requirements"]["HARD-1"]["outcome"] == "warning"
 
 
 def test_junit_carries_requirement_ids_as_properties(pytester):
