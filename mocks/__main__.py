@@ -148,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "list":
-            return _list()
-        return _serve(args)  # its `finally` stops every mock, whatever ends it
+            code = _list()
+        else:
+            code = _serve(args)  # its `finally` stops every mock, whatever ends it
+        # A short listing sits in the buffer until exit; flushing here keeps a closed pipe
+        # inside this handler instead of the interpreter's shutdown (exit 120).
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
         # The reader went away (`mcp-mocks list | head -1`): that is its choice, not an
         # error. Point stdout at /dev/null so the interpreter's last flush cannot fail too.
