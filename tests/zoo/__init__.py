@@ -16,6 +16,7 @@ from mcp_host_conformance.zoo import (
     credentials,
     discovery,
     exposure,
+    network,
     results,
     retry,
     sessions,
@@ -34,6 +35,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *results.CLIENTS,
         *retry.CLIENTS,
         *credentials.CLIENTS,
+        *network.CLIENTS,
         *stdio.CLIENTS,
         *sessions.CLIENTS,
     ]

@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import json
 import re
-import ssl
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -62,29 +61,6 @@ def _headers_to_model(original):
 def _no_redaction(original):
     del original
     return lambda self, text: text
-
-
-@replaced("mcp_host_conformance.reference_client.transports.http.ssl_context")
-def _unverified(original):
-    del original
-
-    def ssl_context(ca_file=None):
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-
-    return ssl_context
-
-
-@replaced("mcp_host_conformance.reference_client.transports.http.http_client")
-def _follow_redirects(original):
-    def http_client(ca_file=None):
-        client = original(ca_file)
-        client.follow_redirects = True
-        return client
-
-    return http_client
 
 
 def _whole_values(original):
@@ -283,48 +259,5 @@ CLIENTS = [
         "Reads the value typed at `mcp add --header NAME` with terminal echo on.",
         {"CRED-5"},
         (_echoed_secret,),
-    ),
-    BrokenClient(
-        "allows-plain-http",
-        "Accepts plain-HTTP URLs to any host.",
-        {"NET-1"},
-        (
-            constant(
-                "mcp_host_conformance.reference_client.transports.http.url_refusal",
-                lambda url: None,
-            ),
-            constant(
-                "mcp_host_conformance.reference_client.server_commands.url_refusal",
-                lambda url: None,
-            ),
-        ),
-        target="NET-1",
-    ),
-    BrokenClient(
-        "skips-certificate-check",
-        "Does not verify HTTPS certificates of MCP servers.",
-        {"NET-2"},
-        (_unverified,),
-    ),
-    BrokenClient(
-        "follows-redirects",
-        "Lets its HTTP library follow redirects.",
-        {"NET-3", "CRED-1"},  # CRED-1: the redirect cases check the headers' destinations too
-        (_follow_redirects,),
-        target="NET-3",
-    ),
-    BrokenClient(
-        "no-message-limit",
-        "Reads messages and responses of any size.",
-        {"NET-4", "RES-8"},  # RES-8: an oversized call result is then completed
-        (
-            constant(
-                "mcp_host_conformance.reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30
-            ),
-            constant(
-                "mcp_host_conformance.reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30
-            ),
-        ),
-        target="NET-4",
     ),
 ]
