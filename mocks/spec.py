@@ -218,14 +218,15 @@ class Misbehaviour:
       (-32603) carrying `fail_message`, on every transport.
     - change_tools_after_call: after the first tools/call, switch to `changed_tools` and
       send `notifications/tools/list_changed`.
-    - stderr_flood: stdio only, bytes written to stderr at start and on each call.
+    - stderr_flood: stdio only, bytes written to stderr at start (before `exit_at_once`
+      too) and on each call.
     - exit_at_once: stdio only, exit with this code before reading anything.
     - garbage: stdio only, answer every line with non-JSON text.
     - spawn_child: stdio only, at start spawn a child process that stays in the server's
       process group and sleeps until killed (STDIO-5: a client that signals only the
       server's pid leaves it running); its pid is journalled as event "child-spawned".
-    - exit_after: stdio only, exit (code 0) right after answering this method (e.g.
-      "initialize": a server that dies once the handshake is done).
+    - exit_at: stdio only, exit (code 0) when a request for this method arrives, without
+      answering it (e.g. "tools/list": a server that dies once the handshake is done).
     - ignore_sigterm: stdio only, ignore SIGTERM (so does any child it spawns after): only
       SIGKILL ends it (STDIO-5: a client must escalate after a grace period).
     - daemonize: stdio only, fork at start and let the first process exit at once; the
@@ -272,7 +273,7 @@ class Misbehaviour:
     exit_at_once: int | None = None
     garbage: bool = False
     spawn_child: bool = False
-    exit_after: str | None = None
+    exit_at: str | None = None
     ignore_sigterm: bool = False
     daemonize: bool = False
     linger: bool = False
@@ -477,7 +478,7 @@ CHECKS: dict[type, dict[str, Check]] = {
         "exit_at_once": _optional(_integer(0, 255)),
         "garbage": _boolean,
         "spawn_child": _boolean,
-        "exit_after": _optional(_string),
+        "exit_at": _optional(_string),
         "ignore_sigterm": _boolean,
         "daemonize": _boolean,
         "linger": _boolean,

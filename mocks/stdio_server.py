@@ -20,7 +20,7 @@ before reading anything, `garbage` answers every line with non-JSON text, `overs
 answers that method with one line over the size in the spec (default 1 MiB + 64 KiB),
 `spawn_child` leaves a sleeping child in the server's process group (STDIO-5),
 `drop_call` "close"/"reset" end the process after reading a call ("stall": no answer),
-`exit_after` exits once that method is answered, `ignore_sigterm` leaves only SIGKILL to
+`exit_at` exits when that method arrives (unanswered), `ignore_sigterm` leaves only SIGKILL to
 end it, `daemonize` forks and lets the first process exit (the fork serves, same group),
 `linger` keeps it running after stdin closes (STDIO-5).
 
@@ -182,10 +182,10 @@ class StdioServer:
         if kind == "invalid" and problem is not None:
             self.reply_or_garbage(problem)
         elif kind == "request":
-            self.execute(self.behaviour.plan(message))
-            if message["method"] == self.spec.misbehaviour.exit_after:
-                self.event("exit", reason="exit_after", method=message["method"])
+            if message["method"] == self.spec.misbehaviour.exit_at:
+                self.event("exit", reason="exit_at", method=message["method"])
                 os._exit(0)
+            self.execute(self.behaviour.plan(message))
         # notifications and responses from the client need no answer
 
     def refuse(self, text: bytes, reason: str, size: int) -> None:
@@ -322,11 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         spawn_child(server)
     if bad.daemonize:
         daemonize(server)
+    if bad.stderr_flood:  # before an exit at once too: what a crashing server writes
+        server.flood("start", bad.stderr_flood)
     if bad.exit_at_once is not None:
         server.event("exit", reason="exit_at_once", code=bad.exit_at_once)
         return int(bad.exit_at_once)
-    if bad.stderr_flood:
-        server.flood("start", bad.stderr_flood)
     try:
         return server.serve()
     except KeyboardInterrupt:
