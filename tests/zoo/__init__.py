@@ -16,6 +16,7 @@ from mcp_host_conformance.zoo import (
     credentials,
     discovery,
     exposure,
+    hostile_text,
     network,
     results,
     retry,
@@ -38,6 +39,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *network.CLIENTS,
         *stdio.CLIENTS,
         *sessions.CLIENTS,
+        *hostile_text.CLIENTS,
     ]
 )
 
