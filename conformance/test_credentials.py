@@ -39,7 +39,7 @@ from mcp_host_conformance.harness.adapter import HttpServer
 from mcp_host_conformance.harness.browser_watch import browser_watch
 from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
 from mcp_host_conformance.harness.observe import model_requests, status_text, stays_quiet
-from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check
+from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check, precondition
 from mcp_host_conformance.harness.pty_session import (
     fill_template,
     run_in_terminal,
@@ -156,9 +156,9 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, stdio_mock, mo
     leaks += hits_of("beta-token", secrets.found_in_journal(alpha.journal, "server alpha"))
     leaks += hits_of("beta-token", secrets.found_in_journal(plain.journal, "server plain"))
     for name, mock in locals_.items():
-        check(
+        precondition(
             bool(mock.process_entries()),
-            ids="CRED-1",
+            ids="DISC-1",
             expected=f"stdio server {name} started (so its environment could be searched)",
             actual="it never started",
         )
@@ -495,14 +495,17 @@ def test_credential_echoed_without_its_scheme_is_removed_everywhere(
     failed = refusing.journal.entries(
         kind="event", where=lambda e: e.extra.get("event") == "failed"
     )
-    check(
-        calls == 3 and bool(failed),
-        ids="CRED-3",
-        expected=(
-            "the three calls reached server echo and server refusing answered initialize with "
-            "its error (so every echo was sent to the host)"
-        ),
-        actual=f"{calls} tools/call; initialize error sent: {bool(failed)}",
+    precondition(
+        bool(failed),
+        ids="DISC-1",
+        expected="server refusing was connected to (and answered initialize with its error)",
+        actual=f"methods it received: {refusing.journal.methods()}",
+    )
+    precondition(
+        calls == 3 and len(turn.calls) == 3,
+        ids="SESS-1",
+        expected="the three approved calls reached server echo and their results were shown",
+        actual=f"{calls} tools/call received; {len(turn.calls)} call result(s) shown",
     )
     leaks = secrets.found_in_texts([c.output for c in turn.calls], "results")
     leaks += secrets.found_in_texts(
@@ -665,9 +668,9 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, mo
             actual=f"the reason {', and '.join(problems)}",
         )
     called = at_call.journal.count("tools/call")
-    check(
+    precondition(
         called == 1 and len(turn.calls) == 1,
-        ids="CRED-4",
+        ids="SESS-1",
         expected="the call to server at-call was sent (and rejected with HTTP 401) and shown",
         actual=f"{called} tools/call received; {len(turn.calls)} call result(s) shown",
     )
@@ -750,9 +753,9 @@ def test_no_oauth_flow_after_a_rejection(
             mocks.items(), ("initialize", "initialize", "tools/call"), strict=True
         )
     }
-    check(
+    precondition(
         all(met.values()),
-        ids="CRED-6",
+        ids=("DISC-1", "SESS-1"),
         expected=(
             "the host met each rejection: initialize at unauthorized (401) and forbidden "
             "(403), tools/call at expired (401 at call time)"

@@ -26,7 +26,7 @@ import pytest
 
 from mcp_host_conformance.harness.adapter import HttpServer
 from mcp_host_conformance.harness.observe import status_text
-from mcp_host_conformance.harness.outcomes import check, not_observable
+from mcp_host_conformance.harness.outcomes import check, not_observable, precondition
 from mcp_host_conformance.harness.remote import RemoteListener
 from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
 from mcp_host_conformance.mocks.http_server import HttpMock
@@ -473,9 +473,9 @@ def test_message_limit_during_discovery(transport, host, http_mock, stdio_mock):
         sent = mock.journal.entries(
             kind="event", where=lambda e: e.extra.get("event") == "oversized"
         )
-        check(
+        precondition(
             bool(sent),
-            ids="NET-4",
+            ids="DISC-1",
             expected=f"server {name} was asked (so its sized message was sent)",
             actual=f"methods received: {mock.journal.methods()}",
         )
