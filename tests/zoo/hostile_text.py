@@ -13,8 +13,10 @@ import re
 from mcp_host_conformance.zoo.client import BrokenClient, Seam
 
 _CLIENT = "mcp_host_conformance.reference_client"
-_SHOWN_BY = ("display", "adapter", "cli", "confirmation", "console", "discovery", "engine")
-_SHOWN_BY += ("server_commands", "turn")
+_SHOWN_BY = (
+    *("display", "adapter", "cli", "confirmation", "console"),
+    *("discovery", "engine", "server_commands", "turn"),
+)
 _TARGETS = tuple(f"{_CLIENT}.{module}.terminal_safe" for module in _SHOWN_BY)
 
 # The strip-ansi pattern: CSI sequences only (ESC [ parameters intermediates final).
