@@ -610,6 +610,16 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, mo
     API key, without echoing the value (nor at call time, when a server that accepted the
     connection rejects a call)."""
     right = secrets.new("right-key", special=True)
+    # The server called at call time first: what follows an unavailable server must not decide
+    # whether it is offered (DISC-4's rule, not this one).
+    at_call = http_mock(
+        ServerSpec(
+            name="at-call",
+            tools=[Tool("query")],
+            misbehaviour=Misbehaviour(reject_status=401, reject_at="tools/call"),
+        )
+    )
+    host.add_http("at-call", at_call, headers={"Authorization": f"Bearer {secrets.new('at-call')}"})
     for name, status_code, header, scheme in REJECTIONS:
         value = secrets.new(name, special=True)
         if status_code == 401 and header == "X-Api-Key":
@@ -627,14 +637,6 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, mo
         )
     )
     host.add_http("accepted", accepted, headers={"X-Api-Key": right})
-    at_call = http_mock(
-        ServerSpec(
-            name="at-call",
-            tools=[Tool("query")],
-            misbehaviour=Misbehaviour(reject_status=401, reject_at="tools/call"),
-        )
-    )
-    host.add_http("at-call", at_call, headers={"Authorization": f"Bearer {secrets.new('at-call')}"})
     model.script([Step.call(server="at-call", tool="query", arguments={}), Step.text("done")])
     running = host.start()
     turn = running.ask("use it", approve="y")
@@ -677,13 +679,12 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, mo
     leaks = secrets.found_in_texts(host.seen) + secrets.found_in_texts(
         [s.reason or "" for s in running.statuses], "unavailable reasons"
     )
-    leaks += secrets.found_in_journal(model.journal, "requests to the model service")
     check(
         not leaks,
         ids="CRED-4",
         expected=(
-            "no header value echoed in the status lines, the rejected call's result, anything "
-            "else the user saw, or the model requests"
+            "no header value echoed in the status lines, the rejected call's result or "
+            "anything else the user saw"
         ),
         actual="; ".join(sorted(set(leaks))),
     )
@@ -725,15 +726,15 @@ def test_no_oauth_flow_after_a_rejection(
         monkeypatch.setenv("BROWSER", watch.browser)  # an in-process host's own environment
         host.env.update(watch.environ())
         mark = watch.mark()
-    rejecting = {
-        "unauthorized": Misbehaviour(reject_status=401, reject_challenge=authority.challenge()),
-        "forbidden": Misbehaviour(
-            reject_status=403, reject_challenge=authority.challenge("insufficient_scope")
-        ),
+    rejecting = {  # the one called first: unavailable servers before it must not matter
         "expired": Misbehaviour(
             reject_status=401,
             reject_at="tools/call",
             reject_challenge=authority.challenge("invalid_token"),
+        ),
+        "unauthorized": Misbehaviour(reject_status=401, reject_challenge=authority.challenge()),
+        "forbidden": Misbehaviour(
+            reject_status=403, reject_challenge=authority.challenge("insufficient_scope")
         ),
     }
     mocks = {}
@@ -750,7 +751,7 @@ def test_no_oauth_flow_after_a_rejection(
     met = {
         name: mock.journal.count(method)
         for (name, mock), method in zip(
-            mocks.items(), ("initialize", "initialize", "tools/call"), strict=True
+            mocks.items(), ("tools/call", "initialize", "initialize"), strict=True
         )
     }
     precondition(

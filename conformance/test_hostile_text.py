@@ -192,8 +192,8 @@ def test_server_text_is_shown_neutralized(kind, host, http_mock, stdio_mock, mod
         ServerSpec(name="local", tools=[Tool("result", reply=Reply.text(pieces["stdio"].text))])
     )
     host.add_http("hostile", hostile)
-    host.add_http("down", down)
     host.add_stdio("local", local)
+    host.add_http("down", down)  # last: the servers called must not follow an unavailable one
     called = ["result", "structured", "error", "rpc"]
     model.script(
         [

@@ -376,7 +376,8 @@ def test_same_origin_redirect_is_not_followed(host, http_mock, model):
     path of the same server (the origin an HTTP library, or the MCP SDK, follows freely),
     for every redirect status, at initialize, tools/list and tools/call."""
     mocks = {}
-    for at in (*CONNECT_STEPS, "tools/call"):
+    # The servers called first: the unavailable ones after them must not decide the offer.
+    for at in ("tools/call", *CONNECT_STEPS):
         for code in REDIRECTS:
             name = f"s{code}-{at.replace('/', '-')}"
             mocks[name] = (
