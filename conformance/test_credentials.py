@@ -676,15 +676,18 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, mo
         expected="the call to server at-call was sent (and rejected with HTTP 401) and shown",
         actual=f"{called} tools/call received; {len(turn.calls)} call result(s) shown",
     )
-    leaks = secrets.found_in_texts(host.seen) + secrets.found_in_texts(
-        [s.reason or "" for s in running.statuses], "unavailable reasons"
-    )
+    # Where a rejection is reported: the start's text and status lines, the rejected call's
+    # result (a confirmation showing a header is CRED-3's, not a rejection's echo).
+    reported = [running.text, *(s.line for s in running.statuses)]
+    reported += [s.reason or "" for s in running.statuses]
+    leaks = secrets.found_in_texts(reported, "status lines and reasons")
+    leaks += secrets.found_in_texts([c.output for c in turn.calls], "the rejected call's result")
     check(
         not leaks,
         ids="CRED-4",
         expected=(
-            "no header value echoed in the status lines, the rejected call's result or "
-            "anything else the user saw"
+            "no header value echoed where a rejection is reported: status lines, reasons, "
+            "the rejected call's result"
         ),
         actual="; ".join(sorted(set(leaks))),
     )
