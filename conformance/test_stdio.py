@@ -25,7 +25,6 @@ import gc
 import os
 import secrets as _random
 import select
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,17 +111,7 @@ def spaced_command(mock, directory: Path) -> list[str] | None:
     launcher = folder / "stdio server"
     launcher.write_text(_LAUNCHER.format(python=sys.executable, script=SCRIPT), encoding="utf-8")
     launcher.chmod(0o755)
-    try:  # the mock refuses a spec it cannot read with exit status 2: the launcher ran it
-        trial = subprocess.run(
-            [str(launcher), "--spec", str(folder / "no-such-spec.json")],
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if trial.returncode != 2:
+    if not os.access(launcher, os.X_OK):  # a noexec mount says so here (Linux)
         return None
     return [str(launcher), *mock.command[2:]]  # command = [python, SCRIPT, --spec, ...]
 
