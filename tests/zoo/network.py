@@ -52,6 +52,7 @@ def _only_127_0_0_1(original):
 def _unverified(original):
     del original
 
+    @functools.lru_cache(maxsize=8)  # as the original: a context per server is slow to load
     def ssl_context(ca_file=None):
         context = ssl.create_default_context()
         context.check_hostname = False
