@@ -259,7 +259,7 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
         expect_unavailable(running, name, "DISC-4", "broken")
     expect_available(running, "docs", "DISC-4", "healthy")
     model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    turn = running.ask("use the docs")
+    turn = running.ask("use the docs", offer_rule="DISC-4")
     calls = docs.journal.count("tools/call")
     statuses = [c.status for c in turn.calls]
     check(

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.observe import (
@@ -186,8 +186,14 @@ tool_names = st.lists(
 
 
 @pytest.mark.requirements("EXP-2")
+# No shrinking (nor example database): every example starts the host, and the first failing
+# one says enough; shrinking would start it dozens of times more.
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8,
+    deadline=None,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(names=tool_names)
 def test_generated_names_are_valid_and_unique(host, http_mock, model, names):

@@ -154,7 +154,7 @@ def test_plain_http_to_loopback_forms_is_accepted(host, model, case):
         ]
     )
     running = host.start()
-    turn = running.ask("use them all", approve="y")
+    turn = running.ask("use them all", approve="y", offer_rule="NET-1")  # accepted: offered
     running.stop()
 
     for name, mock in mocks.items():

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from mcp_host_conformance.harness.observe import model_requests, offered_function, status_text
+from mcp_host_conformance.harness.orphans import handed_to_us, reap_if_ours
 from mcp_host_conformance.harness.outcomes import check, precondition
 from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
 from mcp_host_conformance.mocks.journal import JournalTimeout
@@ -307,7 +308,7 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
     crashing = stdio_mock(tool_spec("crashing", stderr_flood=4096, exit_at_once=1))
     host.add_stdio("noisy", server)
     host.add_stdio("crashing", crashing)
-    running, turn = one_approved_query(host, model, "noisy")
+    running, turn = one_approved_query(host, model, "noisy", offer_rule="STDIO-4")
 
     status = running.status("noisy")
     check(
@@ -385,6 +386,17 @@ def test_server_and_its_group_are_reaped_on_exit(host, stdio_mock, timeouts):
     ]
     try:
         running.stop()
+        # A client that exited without reaping it handed it to the harness, its subreaper
+        # (harness.orphans): seen at once, whatever the machine's init does with orphans.
+        check(
+            not handed_to_us(entry.pid, entry.extra.get("ppid")),
+            ids="STDIO-5",
+            expected="the server's process stopped and reaped by the client",
+            actual=(
+                f"the client exited and left it {process_state(entry.pid)} and unreaped "
+                "(handed to the harness, its subreaper)"
+            ),
+        )
         grace = max(1.0, 3 * timeouts.grace)
         reaped = wait_until(lambda: process_state(entry.pid) == "gone", grace)
         check(
@@ -498,6 +510,7 @@ def test_stubborn_and_daemonized_servers_are_reaped(host, stdio_mock, timeouts):
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
+            reap_if_ours(pid)  # the fork and the child came back to the harness (orphans)
 
 
 # ---- STDIO-6 ----------------------------------------------------------------------------------
@@ -521,7 +534,7 @@ def test_broken_stdio_servers_are_unavailable_and_others_work(host, stdio_mock, 
         [Step.call(server="healthy", tool="query", arguments={"q": "x"}), Step.text("done")]
     )
     running = host.start()
-    turn = running.ask("use the healthy one", approve="y")
+    turn = running.ask("use the healthy one", approve="y", offer_rule="STDIO-6")
     running.stop()
 
     precondition(
