@@ -118,11 +118,10 @@ def spaced_command(mock, directory: Path) -> list[str] | None:
 
 
 class _Command:
-    """A command line for `Host.add_stdio` (anything with `command`)."""
+    """A command line for `Host.add_stdio` (anything with `command`; no mock is bound to it)."""
 
-    def __init__(self, command: list[str], journal=None) -> None:
+    def __init__(self, command: list[str]) -> None:
         self.command = command
-        self.journal = journal
 
 
 @pytest.mark.requirements("STDIO-1")
