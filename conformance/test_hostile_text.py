@@ -30,7 +30,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check, precondition
+from mcp_host_conformance.harness.outcomes import (
+    NOT_APPLICABLE_PREFIX,
+    PreconditionFailure,
+    check,
+    precondition,
+)
 from mcp_host_conformance.harness.pty_session import (
     fill_template,
     run_in_terminal,
@@ -199,16 +204,19 @@ def test_server_text_is_shown_neutralized(kind, host, http_mock, stdio_mock, mod
         [
             Step.calls(
                 [Step.call(server="hostile", tool=tool, arguments={}) for tool in called]
-                + [
-                    Step.call(server="local", tool="result", arguments={}),
-                    Step.call(server="hostile", tool=f"look{name.text}", arguments={}),
-                ]
+                + [Step.call(server="local", tool="result", arguments={})]
             ),
+            Step.text("done"),
+            Step.call(server="hostile", tool=f"look{name.text}", arguments={}),
             Step.text("done"),
         ]
     )
     running = host.start()
     running.ask("show me", approve="y")
+    try:  # its name is shown in its confirmation
+        running.ask("and the odd one", approve="y")
+    except PreconditionFailure:
+        pass  # the host did not offer a tool with such a name: nothing of it to show
     running.stop()
 
     reached = hostile.journal.count("tools/call") + local.journal.count("tools/call")
