@@ -6,8 +6,20 @@ JSON-escaped and base64-encoded, so a leak is found however the client encodes i
 reported by label, never by value. Where a secret goes is read from the mocks' journals
 (each HTTP mock records the headers it received, each stdio mock its whole environment,
 the mock model every request); where it must not appear is everything the suite can see:
-what the user saw (status lines, listings, confirmations, results, errors, prompts), the
-session files the client reported, and every request to the model service.
+what the user saw (status lines, listings, confirmations, results, errors, prompts), every
+file the host wrote under HOME and in the working directory (walked, not only the session
+files it reported; the configuration files it reported are the one place secrets belong),
+and every request to the model service. Servers echo secrets back in every form a host
+must still remove: the whole header value, the credential after its auth scheme alone
+(`Bearer TOKEN` echoed as TOKEN, `Basic` as its base64), encoded, inside results, error
+results, JSON-RPC errors and the error that makes a server unavailable.
+
+CRED-6 (no OAuth flow): the rejecting servers' 401 and 403 carry the MCP authorization
+spec's discovery hint (`WWW-Authenticate: Bearer resource_metadata="URL"`) pointing at a
+live authorization-server mock that would answer every step, at connect and at call time;
+the host is given stand-in browsers (`harness/browser_watch.py`). Neither journal may show
+an OAuth step and no browser may be asked to open anything, across a grace period after
+the last rejection.
 """
 
 from __future__ import annotations
@@ -20,17 +32,19 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.harness.browser_watch import browser_watch
 from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
-from mcp_host_conformance.harness.observe import model_requests
-from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check
+from mcp_host_conformance.harness.observe import model_requests, status_text, stays_quiet
+from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check, precondition
 from mcp_host_conformance.harness.pty_session import (
     fill_template,
     run_in_terminal,
     terminal_environ,
 )
+from mcp_host_conformance.mocks.authorization_server import AuthorizationServerMock, is_oauth_path
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
@@ -46,20 +60,36 @@ def hits_of(label: str, hits: list[str]) -> list[str]:
 
 
 def header_values(journal, name: str) -> list[str | None]:
-    """The value of header `name` on every `initialize` and `tools/call` a mock received."""
-    return [
-        e.headers.get(name.lower())
-        for e in journal.entries(kind="rpc")
-        if e.method in ("initialize", "tools/call")
-    ]
+    """The value of header `name` on every JSON-RPC message a mock received (initialize,
+    notifications, tools/list, tools/call)."""
+    return [e.headers.get(name.lower()) for e in journal.entries(kind="rpc")]
+
+
+MAX_WALKED_FILES = 2000
+
+
+def files_written(host) -> list[Path]:
+    """Every file under HOME and the working directory, walked (a host may write where it
+    does not say), except the configuration files `add_server` reported writing: they are
+    the one place configured secrets belong (CFG-3 keeps them private)."""
+    configuration = {Path(p).resolve() for p in host.config_paths}
+    found: list[Path] = []
+    for root in (Path(host.home), Path(host.project)):
+        for path in sorted(root.rglob("*")):
+            if len(found) >= MAX_WALKED_FILES:
+                return found
+            if path.is_file() and not path.is_symlink() and path.resolve() not in configuration:
+                found.append(path)
+    return found
 
 
 def everywhere(host, model, secrets: Secrets) -> list[str]:
     """Every place a configured secret must never be: what the user saw (status lines,
-    listings, confirmations, results, errors, prompts), the session files, the model requests."""
+    listings, confirmations, results, errors, prompts), the session files and every other
+    file written under HOME or in the working directory, the model requests."""
     hits = secrets.found_in_texts(host.seen)
     hits += secrets.found_in_texts([c.text for c in host.confirmations], "confirmations")
-    hits += secrets.found_in_files(host.session_files)
+    hits += secrets.found_in_files([*host.session_files, *files_written(host)])
     hits += secrets.found_in_journal(model.journal, "requests to the model service")
     return hits
 
@@ -68,17 +98,21 @@ def everywhere(host, model, secrets: Secrets) -> list[str]:
 
 
 @pytest.mark.requirements("CRED-1")
-def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets):
+def test_each_header_goes_to_its_own_server_only(host, http_mock, stdio_mock, model, secrets):
     """A header configured for a remote server is sent to that server and to no other
-    destination."""
+    destination (two remote servers with headers, one without, the model service, and two
+    stdio servers, whose environment and arguments must not carry a header either)."""
     alpha_token = secrets.new("alpha-token", special=True)
     beta_token = secrets.new("beta-token", special=True)
     alpha = http_mock(tool_spec("alpha"))
-    beta = http_mock(tool_spec("beta"))
+    beta = http_mock(ServerSpec(name="beta", tools=tool_spec("beta").tools, response_mode="json"))
     plain = http_mock(tool_spec("plain"))  # configured without any header
+    locals_ = {name: stdio_mock(tool_spec(name)) for name in ("local-a", "local-b")}
     host.add_http("alpha", alpha, headers={"Authorization": f"Bearer {alpha_token}"})
     host.add_http("beta", beta, headers={"X-Api-Key": beta_token})
     host.add_http("plain", plain)
+    host.add_stdio("local-a", locals_["local-a"])
+    host.add_stdio("local-b", locals_["local-b"], env={"LOCAL_SETTING": "a-setting-of-local-b"})
     model.script(
         [
             Step.calls(
@@ -86,40 +120,48 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets
                     Step.call(server="alpha", tool="query", arguments={"q": "a"}),
                     Step.call(server="beta", tool="query", arguments={"q": "b"}),
                     Step.call(server="plain", tool="query", arguments={"q": "c"}),
+                    Step.call(server="local-a", tool="query", arguments={"q": "d"}),
                 ]
             ),
             Step.text("done"),
         ]
     )
     running = host.start()
-    running.ask("ask all three", approve="y")
+    running.ask("ask all four", approve="y")
     running.stop()
 
-    # The header does reach its own server, on every request (connect and call).
-    sent_alpha = header_values(alpha.journal, "Authorization")
-    check(
-        bool(sent_alpha) and all(v == f"Bearer {alpha_token}" for v in sent_alpha),
-        ids="CRED-1",
-        expected=(
-            "server alpha's initialize and tools/call carry its configured Authorization header"
-        ),
-        actual=(
-            f"{sum(v == f'Bearer {alpha_token}' for v in sent_alpha)} of {len(sent_alpha)} "
-            "messages carried it"
-        ),
-    )
-    sent_beta = header_values(beta.journal, "X-Api-Key")
-    check(
-        bool(sent_beta) and all(v == beta_token for v in sent_beta),
-        ids="CRED-1",
-        expected="server beta's initialize and tools/call carry its configured X-Api-Key header",
-        actual=f"{sum(v == beta_token for v in sent_beta)} of {len(sent_beta)} messages carried it",
-    )
+    # The header does reach its own server, on every message (connect, list and call).
+    for name, mock, header, value in (
+        ("alpha", alpha, "Authorization", f"Bearer {alpha_token}"),
+        ("beta", beta, "X-Api-Key", beta_token),
+    ):
+        sent = header_values(mock.journal, header)
+        methods = sorted({e.method or "?" for e in mock.journal.entries(kind="rpc")})
+        check(
+            "tools/call" in methods and all(v == value for v in sent),
+            ids="CRED-1",
+            expected=(
+                f"every message to server {name} (initialize, tools/list, tools/call) carries "
+                f"its configured {header} header"
+            ),
+            actual=(
+                f"{sum(v == value for v in sent)} of {len(sent)} messages carried it "
+                f"(methods received: {methods})"
+            ),
+        )
     # ...and nowhere else.
     leaks = hits_of("alpha-token", secrets.found_in_journal(beta.journal, "server beta"))
     leaks += hits_of("alpha-token", secrets.found_in_journal(plain.journal, "server plain"))
     leaks += hits_of("beta-token", secrets.found_in_journal(alpha.journal, "server alpha"))
     leaks += hits_of("beta-token", secrets.found_in_journal(plain.journal, "server plain"))
+    for name, mock in locals_.items():
+        precondition(
+            bool(mock.process_entries()),
+            ids="DISC-1",
+            expected=f"stdio server {name} started (so its environment could be searched)",
+            actual="it never started",
+        )
+        leaks += secrets.found_in_journal(mock.journal, f"stdio server {name}")
     leaks += secrets.found_in_journal(model.journal, "requests to the model service")
     check(
         not leaks,
@@ -138,15 +180,18 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, model, secrets
 def test_each_environment_variable_reaches_its_own_server_only(
     host, stdio_mock, http_mock, model, secrets
 ):
-    """An environment variable configured for a stdio server reaches that server only."""
+    """An environment variable configured for a stdio server reaches that server only (two
+    stdio servers with variables of their own, two remote servers, the model service)."""
     one_token = secrets.new("one-env", special=True)
     two_token = secrets.new("two-env", special=True)
     one = stdio_mock(tool_spec("one"))
     two = stdio_mock(tool_spec("two"))
     remote = http_mock(tool_spec("remote"))
+    keyed = http_mock(tool_spec("keyed"))  # a remote server with a header of its own
     host.add_stdio("one", one, env={"ONE_TOKEN": one_token})
     host.add_stdio("two", two, env={"TWO_TOKEN": two_token})
     host.add_http("remote", remote)
+    host.add_http("keyed", keyed, headers={"X-Api-Key": "not-a-secret-of-this-case"})
     model.script(
         [
             Step.calls(
@@ -181,6 +226,7 @@ def test_each_environment_variable_reaches_its_own_server_only(
     leaks = hits_of("one-env", secrets.found_in_journal(two.journal, "stdio server two"))
     leaks += hits_of("two-env", secrets.found_in_journal(one.journal, "stdio server one"))
     leaks += secrets.found_in_journal(remote.journal, "HTTP server remote")
+    leaks += secrets.found_in_journal(keyed.journal, "HTTP server keyed")
     leaks += secrets.found_in_journal(model.journal, "requests to the model service")
     # The name too: a client that passes one server's variables to all leaks them by name.
     leaks += [
@@ -386,6 +432,97 @@ def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
     )
 
 
+@pytest.mark.requirements("CRED-3")
+def test_credential_echoed_without_its_scheme_is_removed_everywhere(
+    host, http_mock, model, secrets
+):
+    """No configured secret ever appears in status lines, confirmations, error messages,
+    results, session files, or any request to the model service: also the credential a
+    header carries after its auth scheme, echoed alone (`Bearer TOKEN` as TOKEN, `Token
+    TOKEN` as TOKEN, `Basic B64` as B64), in a result, an error result, a JSON-RPC error,
+    and the error that makes a server unavailable at connect."""
+    bearer = secrets.new("bearer-credential", special=True)
+    token = secrets.new("token-credential")
+    password = secrets.new("basic-password")
+    basic = base64.b64encode(f"user:{password}".encode()).decode()
+    refused = secrets.new("refused-credential", special=True)
+    tools = [
+        Tool("whoami", "Says who you are.", reply=Reply.text(f"signed in as {bearer}")),
+        Tool(
+            "session",
+            "Shows the session.",
+            reply=Reply.tool_error(f"token {token} is read-only; credentials {basic}"),
+        ),
+        Tool("admin", "Administers.", reply=Reply.rpc_error(f"{bearer} may not administer")),
+    ]
+    echo = http_mock(ServerSpec(name="echo", tools=tools))
+    refusing = http_mock(
+        ServerSpec(
+            name="refusing",
+            tools=[Tool("query")],
+            misbehaviour=Misbehaviour(
+                fail_at="initialize", fail_message=f"unknown credential {refused}"
+            ),
+        )
+    )
+    host.add_http(
+        "echo",
+        echo,
+        headers={
+            "Authorization": f"Bearer {bearer}",
+            "X-Session": f"Token {token}",
+            "X-Basic": f"Basic {basic}",
+        },
+    )
+    host.add_http("refusing", refusing, headers={"Authorization": f"Bearer {refused}"})
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="echo", tool=name, arguments={"q": name})
+                    for name in ("whoami", "session", "admin")
+                ]
+            ),
+            Step.text("done"),
+        ]
+    )
+    running = host.start()
+    turn = running.ask("who am I", approve="y")
+    running.stop()
+
+    calls = echo.journal.count("tools/call")
+    failed = refusing.journal.entries(
+        kind="event", where=lambda e: e.extra.get("event") == "failed"
+    )
+    precondition(
+        bool(failed),
+        ids="DISC-1",
+        expected="server refusing was connected to (and answered initialize with its error)",
+        actual=f"methods it received: {refusing.journal.methods()}",
+    )
+    precondition(
+        calls == 3 and len(turn.calls) == 3,
+        ids="SESS-1",
+        expected="the three approved calls reached server echo and their results were shown",
+        actual=f"{calls} tools/call received; {len(turn.calls)} call result(s) shown",
+    )
+    leaks = secrets.found_in_texts([c.output for c in turn.calls], "results")
+    leaks += secrets.found_in_texts(
+        [s.reason or "" for s in running.statuses] + [s.line for s in running.statuses],
+        "status lines and unavailable reasons",
+    )
+    leaks += everywhere(host, model, secrets)
+    check(
+        not leaks,
+        ids="CRED-3",
+        expected=(
+            "each credential removed wherever a server echoed it without its scheme: results, "
+            "errors, status lines, files, model requests"
+        ),
+        actual="; ".join(sorted(set(leaks))),
+    )
+
+
 # Header values: visible ASCII, with the characters that JSON, URL and base64 treat specially.
 SECRET_TAILS = st.text(
     alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=16
@@ -398,11 +535,16 @@ SECRET_TAILS = st.text(
 @settings(
     max_examples=5,
     deadline=None,
+    derandomize=True,
     database=None,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(tail=SECRET_TAILS)
+# Every run tries the characters each encoding treats specially: URL (%, +, /, =), JSON (",
+# \), and a tail that makes the value's base64 change alignment.
+@example(tail='%2F+/="\\')
+@example(tail="~!@#$^&*()[]{}|;:<>,.?`")
 def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
     """No configured secret ever appears in status lines, confirmations, results, session
     files, or any request to the model service: for any header value."""
@@ -422,7 +564,7 @@ def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
     host.remove(name)  # the next example starts with only its own server
 
     leaks = canaries.found_in_texts(host.seen[seen_before:])
-    leaks += canaries.found_in_files(host.session_files[files_before:])
+    leaks += canaries.found_in_files([*host.session_files[files_before:], *files_written(host)])
     leaks += canaries.found_in_journal(
         model.journal,
         "requests to the model service",
@@ -455,23 +597,41 @@ def oauth_reason_problems(reason: str) -> list[str]:
     return problems
 
 
+# The rejections at connect: (server, HTTP status, header name, auth scheme or "").
+REJECTIONS = (
+    ("unauthorized-key", 401, "X-Api-Key", ""),
+    ("unauthorized-bearer", 401, "Authorization", "Bearer "),
+    ("forbidden-key", 403, "X-Api-Key", ""),
+    ("forbidden-bearer", 403, "Authorization", "Bearer "),
+)
+
+
 @pytest.mark.requirements("CRED-4")
-def test_rejected_credentials_are_reported_without_the_value(host, http_mock, secrets):
+def test_rejected_credentials_are_reported_without_the_value(host, http_mock, model, secrets):
     """A server that rejects the credentials (401 or 403 at connect) is reported unavailable
     with a reason that says OAuth is not supported and suggests a static header such as an
-    API key, without echoing the value."""
-    wrong = secrets.new("wrong-key", special=True)
-    forbidden_key = secrets.new("forbidden-key", special=True)
+    API key, without echoing the value (nor at call time, when a server that accepted the
+    connection rejects a call)."""
     right = secrets.new("right-key", special=True)
-    checking = Misbehaviour(accept_header="X-Api-Key", accept_value=right)
-    unauthorized = http_mock(
-        ServerSpec(name="unauthorized", tools=[Tool("query")], misbehaviour=checking)
-    )
-    forbidden = http_mock(
+    # The server called at call time first: what follows an unavailable server must not decide
+    # whether it is offered (DISC-4's rule, not this one).
+    at_call = http_mock(
         ServerSpec(
-            name="forbidden", tools=[Tool("query")], misbehaviour=Misbehaviour(reject_status=403)
+            name="at-call",
+            tools=[Tool("query")],
+            misbehaviour=Misbehaviour(reject_status=401, reject_at="tools/call"),
         )
     )
+    host.add_http("at-call", at_call, headers={"Authorization": f"Bearer {secrets.new('at-call')}"})
+    for name, status_code, header, scheme in REJECTIONS:
+        value = secrets.new(name, special=True)
+        if status_code == 401 and header == "X-Api-Key":
+            # A server that checks the key, rather than one that rejects everyone.
+            refusal = Misbehaviour(accept_header=header, accept_value=right)
+        else:
+            refusal = Misbehaviour(reject_status=status_code)
+        mock = http_mock(ServerSpec(name=name, tools=[Tool("query")], misbehaviour=refusal))
+        host.add_http(name, mock, headers={header: f"{scheme}{value}"})
     accepted = http_mock(
         ServerSpec(
             name="accepted",
@@ -479,10 +639,10 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, se
             misbehaviour=Misbehaviour(accept_header="X-Api-Key", accept_value=right),
         )
     )
-    host.add_http("unauthorized", unauthorized, headers={"X-Api-Key": wrong})
-    host.add_http("forbidden", forbidden, headers={"Authorization": f"Bearer {forbidden_key}"})
     host.add_http("accepted", accepted, headers={"X-Api-Key": right})
+    model.script([Step.call(server="at-call", tool="query", arguments={}), Step.text("done")])
     running = host.start()
+    turn = running.ask("use it", approve="y")
     running.stop()
 
     good = running.status("accepted")
@@ -490,14 +650,15 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, se
         good is not None and good.connected,
         ids="CRED-4",
         expected="the server given the right key connects (control)",
-        actual=f"status {good.line if good else 'missing'!r}",
+        actual=f"status {status_text(good)!r}",
     )
-    for name, status_code in (("unauthorized", 401), ("forbidden", 403)):
+    for name, status_code, _header, scheme in REJECTIONS:
         status = running.status(name)
+        shown = f"server {name} (HTTP {status_code} at connect, {scheme or 'plain '}value)"
         check(
             status is not None and not status.connected,
             ids="CRED-4",
-            expected=f"server {name} (HTTP {status_code} at connect) reported unavailable",
+            expected=f"{shown} reported unavailable",
             actual="no status line" if status is None else f"connected={status.connected}",
         )
         reason = status.reason or status.line
@@ -506,19 +667,131 @@ def test_rejected_credentials_are_reported_without_the_value(host, http_mock, se
             not problems,
             ids="CRED-4",
             expected=(
-                f"server {name}'s reason says OAuth is not supported "
+                f"{shown}: the reason says OAuth is not supported "
                 "and suggests a static header such as an API key"
             ),
             actual=f"the reason {', and '.join(problems)}",
         )
-    leaks = secrets.found_in_texts(host.seen) + secrets.found_in_texts(
-        [s.reason or "" for s in running.statuses], "unavailable reasons"
+    called = at_call.journal.count("tools/call")
+    precondition(
+        called == 1 and len(turn.calls) == 1,
+        ids="SESS-1",
+        expected="the call to server at-call was sent (and rejected with HTTP 401) and shown",
+        actual=f"{called} tools/call received; {len(turn.calls)} call result(s) shown",
     )
+    # Where a rejection is reported: the start's text and status lines, the rejected call's
+    # result (a confirmation showing a header is CRED-3's, not a rejection's echo).
+    reported = [running.text, *(s.line for s in running.statuses)]
+    reported += [s.reason or "" for s in running.statuses]
+    leaks = secrets.found_in_texts(reported, "status lines and reasons")
+    leaks += secrets.found_in_texts([c.output for c in turn.calls], "the rejected call's result")
     check(
         not leaks,
         ids="CRED-4",
-        expected="no header value echoed in the status lines or anything else the user saw",
+        expected=(
+            "no header value echoed where a rejection is reported: status lines, reasons, "
+            "the rejected call's result"
+        ),
         actual="; ".join(sorted(set(leaks))),
+    )
+
+
+# ---- CRED-6 -----------------------------------------------------------------------------------
+
+
+def oauth_steps(mock, name: str) -> list[str]:
+    """The OAuth steps (discovery documents, default endpoints) a server's journal shows."""
+    return [
+        f"{e.http_method} {(e.path or '')[:120]} at {name}"
+        for e in mock.journal.entries(kind="http")
+        if is_oauth_path(e.path or "")
+    ]
+
+
+@pytest.mark.requirements("CRED-6")
+def test_no_oauth_flow_after_a_rejection(
+    description, host, http_mock, model, case, monkeypatch, timeouts
+):
+    """A host without OAuth starts no OAuth flow: after a 401 or 403 it fetches no
+    authorization metadata, registers no client and opens no browser. (A host claiming the
+    `oauth` profile is checked by OAUTH-1 instead.)
+
+    The 401 and 403 (at connect, and a 401 at call time) carry the MCP authorization spec's
+    `WWW-Authenticate: Bearer resource_metadata="URL"` pointing at a live authorization
+    server mock that would answer every step of the flow."""
+    if "oauth" in description.profiles:
+        pytest.skip(
+            f"{NOT_APPLICABLE_PREFIX}{description.name} claims the oauth profile "
+            "(checked by OAUTH-1)"
+        )
+    authority = AuthorizationServerMock()
+    case.mocks.append(authority)
+    authority.start()
+    watch = browser_watch()
+    if watch is not None:
+        monkeypatch.setenv("BROWSER", watch.browser)  # an in-process host's own environment
+        host.env.update(watch.environ())
+        mark = watch.mark()
+    rejecting = {  # the one called first: unavailable servers before it must not matter
+        "expired": Misbehaviour(
+            reject_status=401,
+            reject_at="tools/call",
+            reject_challenge=authority.challenge("invalid_token"),
+        ),
+        "unauthorized": Misbehaviour(reject_status=401, reject_challenge=authority.challenge()),
+        "forbidden": Misbehaviour(
+            reject_status=403, reject_challenge=authority.challenge("insufficient_scope")
+        ),
+    }
+    mocks = {}
+    for name, refusal in rejecting.items():
+        mocks[name] = http_mock(ServerSpec(name=name, tools=[Tool("query")], misbehaviour=refusal))
+        host.add_http(name, mocks[name], headers={"X-Api-Key": f"static-key-of-{name}"})
+    model.script([Step.call(server="expired", tool="query", arguments={}), Step.text("done")])
+    running = host.start()
+    running.ask("use it", approve="y")
+    # An OAuth flow may start in the background: watch the authorization server a while.
+    stays_quiet(authority.journal, timeouts.grace, kind="http")
+    running.stop()
+
+    met = {
+        name: mock.journal.count(method)
+        for (name, mock), method in zip(
+            mocks.items(), ("tools/call", "initialize", "initialize"), strict=True
+        )
+    }
+    precondition(
+        all(met.values()),
+        ids=("DISC-1", "SESS-1"),
+        expected=(
+            "the host met each rejection: initialize at unauthorized (401) and forbidden "
+            "(403), tools/call at expired (401 at call time)"
+        ),
+        actual=f"requests that met a rejection: {met}",
+    )
+    steps = [
+        f"{e.http_method} {(e.path or '')[:120]} at the authorization server"
+        for e in authority.requests()
+    ]
+    for name, mock in mocks.items():
+        steps += oauth_steps(mock, f"server {name}")
+    check(
+        not steps,
+        ids="CRED-6",
+        expected=(
+            "no OAuth request after a 401 or 403: no protected-resource or authorization "
+            "server metadata, no client registration, no authorize or token request"
+        ),
+        actual="; ".join(steps[:8]),
+    )
+    if watch is None:
+        return  # no stand-in browser can run here: the journals above are all there is
+    opened = watch.opened_since(mark)
+    check(
+        not opened,
+        ids="CRED-6",
+        expected="no browser opened (BROWSER and the usual openers on PATH are stand-ins)",
+        actual="; ".join(opened[:4]),
     )
 
 

@@ -18,11 +18,13 @@ run as Ctrl-C does (`mcp_host_conformance.harness.run_cleanup`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
+from mcp_host_conformance.harness.browser_watch import guard_browser
 from mcp_host_conformance.harness.client_under_test import (
     TIMEOUT_SCALE_ENV,
     WORKER_KEY,
@@ -64,6 +66,7 @@ MARKERS: Final = {
 }
 
 _SIGTERM = pytest.StashKey[SigtermHandler]()
+_BROWSER = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -134,12 +137,15 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if targets_suite(config):
         config.stash[_SIGTERM] = install_sigterm()
+        config.stash[_BROWSER] = guard_browser()  # CRED-6; and no real browser ever opens
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     close_client(config)
     if _SIGTERM in config.stash:
         restore_sigterm(config.stash[_SIGTERM])
+    if _BROWSER in config.stash:
+        config.stash[_BROWSER]()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

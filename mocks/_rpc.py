@@ -20,6 +20,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
@@ -171,6 +172,29 @@ def padded(value: dict[str, Any], size: int) -> dict[str, Any]:
     else:
         grown["_meta"] = {"padding": "x" * missing}
     return grown
+
+
+def padded_message(message: dict[str, Any], size: int, fill: str = "x") -> dict[str, Any]:
+    """`message` (a response with a `result`) whose compact JSON is exactly `size` bytes of
+    UTF-8 (or its smallest padded form, when that is already bigger).
+
+    The padding goes where `padded` puts it; it is `fill` repeated (one character that
+    JSON writes as itself, maybe multi-byte, so bytes and characters differ), then ASCII
+    `x` for the bytes a whole `fill` would overshoot.
+    """
+
+    def with_padding(text: str) -> dict[str, Any]:
+        result = dict(message["result"])
+        if "content" in result:
+            result["content"] = [*result["content"], {"type": "text", "text": text}]
+        else:
+            result["_meta"] = {"padding": text}
+        return {**message, "result": result}
+
+    missing = max(size - len(compact(with_padding("")).encode()), 0)
+    unit = len(fill.encode())
+    count, rest = divmod(missing, unit)
+    return with_padding(fill * count + "x" * rest)
 
 
 def answer(spec: ServerSpec, message: dict[str, Any]) -> dict[str, Any]:

@@ -70,10 +70,13 @@ def decide(
         return Plan(drop=bad.drop_call, events=({"event": f"call-dropped-{bad.drop_call}"},))
     if method in bad.stall:
         return Plan(stall=True, events=({"event": "stalled", "method": method, "id": id_},))
+    if method == bad.fail_at:
+        failed = _rpc.error(id_, _rpc.INTERNAL_ERROR, bad.fail_message)
+        return Plan(reply=failed, events=({"event": "failed", "method": method},))
     reply: dict[str, Any] | None = _rpc.answer(dataclasses.replace(spec, tools=tools), message)
     events: list[dict[str, Any]] = []
     if method == bad.oversize_at and reply is not None and "result" in reply:
-        reply = {**reply, "result": _rpc.padded(reply["result"], bad.oversize_bytes)}
+        reply = _rpc.padded_message(reply, bad.oversize_bytes, bad.oversize_fill)
         events.append({"event": "oversized", "method": method, "bytes": bad.oversize_bytes})
     fields: dict[str, Any] = {"delay": float(bad.delays.get(method, 0.0))}
     if method == "tools/call":

@@ -49,6 +49,7 @@ from mcp_host_conformance.mocks.spec import (
 )
 
 JSON_HEADERS = [("content-type", "application/json")]
+TLS_KINDS = ("trusted", "untrusted", "wrong-host", "expired")  # mocks.tls.KINDS
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
 
@@ -63,21 +64,29 @@ class _Session:
 class HttpMock:
     """A mock MCP server over Streamable HTTP at `url` ("http(s)://127.0.0.1:PORT/mcp").
 
-    `tls`: None (plain HTTP), "trusted" (certificate from the CA in `ca_file`) or
+    `tls`: None (plain HTTP), "trusted" (certificate from the CA in `ca_file`),
     "untrusted" (certificate from a CA nobody is given; `ca_file` is still the trusted
-    CA's, so trusting it must not help). `limits`: the HTTP bounds (`HttpLimits`).
+    CA's, so trusting it must not help), "wrong-host" (from the trusted CA, for another
+    host name) or "expired" (from the trusted CA, expired). `limits`: the HTTP bounds
+    (`HttpLimits`). `address`: the loopback address to listen on ("127.0.0.1", any other
+    127.x.y.z, or "::1"; the URL writes an IPv6 one in brackets).
     """
 
     def __init__(
-        self, spec: ServerSpec, tls: str | None = None, limits: HttpLimits | None = None
+        self,
+        spec: ServerSpec,
+        tls: str | None = None,
+        limits: HttpLimits | None = None,
+        address: str = "127.0.0.1",
     ) -> None:
-        if tls not in (None, "trusted", "untrusted"):
-            raise ValueError(f"tls must be None, 'trusted' or 'untrusted', not {tls!r}")
+        if tls not in (None, *TLS_KINDS):
+            raise ValueError(f"tls must be None or one of {', '.join(TLS_KINDS)}, not {tls!r}")
         # Checked, copied (change_tools never touches the caller's) and marked, so the mock
         # model finds this mock's tools (mocks.spec.with_markers); a wrong spec fails here.
         self.marker_token = new_marker_token()
         self.spec = with_markers(spec_from_dict(spec), self.marker_token)
         self.tls = tls
+        self.address = address
         self.limits = limits or HttpLimits()
         self.journal = Journal()
         self.behaviour = Behaviour(self.spec)
@@ -105,12 +114,14 @@ class HttpMock:
             name=f"HttpMock-{self.spec.name}",
             ssl_context=ssl_context,
             limits=self.limits,
+            address=self.address,
         )
         server.start()
         self._server = server
         self.port = server.port
         scheme = "https" if self.tls else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.port}/mcp"
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        self.url = f"{scheme}://{host}:{self.port}/mcp"
         return self
 
     def close(self) -> None:
@@ -184,16 +195,22 @@ class HttpMock:
         write_response(conn.writer, 405, b"", [("allow", "GET, POST, DELETE")], keep_alive=keep)
         return keep
 
-    def _gate(self, request: Request, conn: Connection) -> bool:
-        """Reject the request if the spec says so (after it was journalled); True if rejected."""
+    def _gate(self, request: Request, conn: Connection, methods: list[str] | None = None) -> bool:
+        """Reject the request if the spec says so (after it was journalled); True if rejected.
+        `methods`: the JSON-RPC methods in a POST's body (`reject_at` picks among them)."""
         mis = self.spec.misbehaviour
+        if mis.reject_at != "*" and mis.reject_at not in (methods or ()):
+            return False
         status = mis.reject_status
         if not status and mis.accept_header:
             if request.headers.get(mis.accept_header.lower()) != mis.accept_value:
                 status = 401
         if not status:
             return False
-        headers = [("www-authenticate", 'Bearer realm="mock"')] if status == 401 else []
+        challenge = mis.reject_challenge
+        if challenge is None and status == 401:
+            challenge = 'Bearer realm="mock"'
+        headers = [("www-authenticate", challenge)] if challenge else []
         body = json.dumps({"error": "unauthorized" if status == 401 else "forbidden"}).encode()
         write_response(
             conn.writer, status, body, JSON_HEADERS + headers, keep_alive=request.keep_alive
@@ -346,7 +363,7 @@ class HttpMock:
             elif problem is not None:
                 invalid.append(problem)
 
-        if self._gate(request, conn):
+        if self._gate(request, conn, methods):
             return keep
         if batch and not messages:
             self._refuse(conn, 400, "Invalid Request: empty batch", keep)

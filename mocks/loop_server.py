@@ -56,7 +56,8 @@ Handler = Callable[[Request, Connection], Awaitable[bool]]
 
 
 class LoopServer:
-    """Serve `handler` on 127.0.0.1:<ephemeral port> until `close()`."""
+    """Serve `handler` on 127.0.0.1 (or another loopback `address`):<ephemeral port> until
+    `close()`."""
 
     def __init__(
         self,
@@ -66,8 +67,10 @@ class LoopServer:
         name: str,
         ssl_context: ssl.SSLContext | None = None,
         limits: HttpLimits | None = None,
+        address: str = "127.0.0.1",
     ) -> None:
         self.handler = handler
+        self.address = address  # a loopback address; port 0 (ephemeral) always
         self.journal = journal
         self.name = name
         self.ssl_context = ssl_context
@@ -103,7 +106,7 @@ class LoopServer:
             self._server = loop.run_until_complete(
                 asyncio.start_server(
                     self._connection,
-                    "127.0.0.1",
+                    self.address,
                     0,
                     ssl=self.ssl_context,
                     limit=self.limits.max_head_bytes,

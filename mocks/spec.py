@@ -199,21 +199,41 @@ class Misbehaviour:
     - redirect_status / redirect_to / redirect_at: answer the request carrying the method
       `redirect_at` ("initialize", "tools/call", or "*" for every POST) with this 3xx status
       and `Location: redirect_to`.
-    - oversize_at: a method ("tools/list" or "tools/call") whose answer is one message of
-      `oversize_bytes` (default 1 MiB + 64 KiB), in the spec's response mode.
+    - oversize_at: a method ("initialize", "tools/list" or "tools/call") whose answer is one
+      message of exactly `oversize_bytes` bytes (its compact JSON in UTF-8; default 1 MiB +
+      64 KiB), in the spec's response mode: padding made of `oversize_fill` repeated (a
+      multi-byte character makes a message whose bytes and characters differ; the last
+      few bytes are ASCII so the size is exact). Below 1 MiB it is a message near the limit.
     - drop_call: after reading a whole `tools/call` request: "reset" (TCP RST),
       "close" (clean FIN, no response) or "stall" (never answer).
     - reject_status: 401 (with `WWW-Authenticate: Bearer`) or 403 for every request.
     - accept_header / accept_value: answer 401 unless that request header holds exactly
       that value (the header seen is journalled either way).
+    - reject_at: the JSON-RPC method whose POST is rejected ("*", the default: every
+      request, GET and DELETE too), e.g. "tools/call" for a rejection at call time.
+    - reject_challenge: the `WWW-Authenticate` value sent with the rejection (401 or 403),
+      e.g. `Bearer resource_metadata="URL"` (the MCP authorization spec's discovery
+      hint); default `Bearer realm="mock"` on a 401 and none on a 403.
+    - fail_at / fail_message: answer that method (e.g. "initialize") with a JSON-RPC error
+      (-32603) carrying `fail_message`, on every transport.
     - change_tools_after_call: after the first tools/call, switch to `changed_tools` and
       send `notifications/tools/list_changed`.
-    - stderr_flood: stdio only, bytes written to stderr at start and on each call.
+    - stderr_flood: stdio only, bytes written to stderr at start (before `exit_at_once`
+      too) and on each call.
     - exit_at_once: stdio only, exit with this code before reading anything.
     - garbage: stdio only, answer every line with non-JSON text.
     - spawn_child: stdio only, at start spawn a child process that stays in the server's
       process group and sleeps until killed (STDIO-5: a client that signals only the
       server's pid leaves it running); its pid is journalled as event "child-spawned".
+    - exit_at: stdio only, exit (code 0) when a request for this method arrives, without
+      answering it (e.g. "tools/list": a server that dies once the handshake is done).
+    - ignore_sigterm: stdio only, ignore SIGTERM (so does any child it spawns after): only
+      SIGKILL ends it (STDIO-5: a client must escalate after a grace period).
+    - daemonize: stdio only, fork at start and let the first process exit at once; the
+      forked one serves on the same pipes, in the same process group, its pid journalled
+      as event "daemonized" (STDIO-5: a client that signals only a live leader misses it).
+    - linger: stdio only, keep running when stdin closes (until a signal ends it) instead
+      of exiting, as servers that ignore end of input do.
     - poll_call: HTTP only, SSE polling (resumability, MCP 2025-11-25) for `tools/call`:
       the call's POST is answered with an SSE stream holding only a priming event (an
       event id, `retry: poll_retry_ms`, empty data), which the mock then closes; the
@@ -238,16 +258,25 @@ class Misbehaviour:
     redirect_at: str = "initialize"
     oversize_at: str | None = None
     oversize_bytes: int = 1024 * 1024 + 64 * 1024
+    oversize_fill: str = "x"
     drop_call: str | None = None
     reject_status: int | None = None
     accept_header: str | None = None
     accept_value: str | None = None
+    reject_at: str = "*"
+    reject_challenge: str | None = None
+    fail_at: str | None = None
+    fail_message: str = "Internal error"
     change_tools_after_call: bool = False
     changed_tools: list[Tool] = field(default_factory=list)
     stderr_flood: int = 0
     exit_at_once: int | None = None
     garbage: bool = False
     spawn_child: bool = False
+    exit_at: str | None = None
+    ignore_sigterm: bool = False
+    daemonize: bool = False
+    linger: bool = False
     poll_call: str | None = None
     poll_tools: list[str] = field(default_factory=list)
     poll_retry_ms: int = 100
@@ -363,6 +392,27 @@ def _delays(value: Any, where: str) -> dict[str, float]:
     return out
 
 
+def _fill(value: Any, where: str) -> str:
+    # One character that compact JSON writes as itself (no quote, backslash or control), so
+    # a padded message's size in bytes can be made exact.
+    if (
+        not isinstance(value, str)
+        or len(value) != 1
+        or value in '"\\'
+        or ord(value) < 0x20
+        or 0xD800 <= ord(value) <= 0xDFFF
+    ):
+        raise _fail(where, "one character other than a quote, a backslash or a control", value)
+    return value
+
+
+def _header_value(value: Any, where: str) -> str:
+    # Latin-1 text without control characters: what an HTTP header line can carry.
+    if not isinstance(value, str) or re.search(r"[^\t\x20-\x7e\xa0-\xff]", value):
+        raise _fail(where, "header text (no control characters, Latin-1)", value)
+    return value
+
+
 def _rpc_error(value: Any, where: str) -> dict[str, Any]:
     error = _object(value, where)
     code = error.get("code", -32603)
@@ -413,16 +463,25 @@ CHECKS: dict[type, dict[str, Check]] = {
         "redirect_at": _string,
         "oversize_at": _optional(_string),
         "oversize_bytes": _integer(0, MAX_BYTES_FIELD),
+        "oversize_fill": _fill,
         "drop_call": _optional(_one_of(*DROP_MODES)),
         "reject_status": _optional(_integer(400, 599)),
         "accept_header": _optional(_string),
         "accept_value": _optional(_string),
+        "reject_at": _string,
+        "reject_challenge": _optional(_header_value),
+        "fail_at": _optional(_string),
+        "fail_message": _string,
         "change_tools_after_call": _boolean,
         "changed_tools": _tools,
         "stderr_flood": _integer(0, MAX_FLOOD),
         "exit_at_once": _optional(_integer(0, 255)),
         "garbage": _boolean,
         "spawn_child": _boolean,
+        "exit_at": _optional(_string),
+        "ignore_sigterm": _boolean,
+        "daemonize": _boolean,
+        "linger": _boolean,
         "poll_call": _optional(_one_of(*POLL_MODES)),
         "poll_tools": _strings,
         "poll_retry_ms": _integer(0, 3_600_000),

@@ -19,7 +19,10 @@ and the case sees it; a client that discards stderr never notices. `exit_at_once
 before reading anything, `garbage` answers every line with non-JSON text, `oversize_at`
 answers that method with one line over the size in the spec (default 1 MiB + 64 KiB),
 `spawn_child` leaves a sleeping child in the server's process group (STDIO-5),
-`drop_call` "close"/"reset" end the process after reading a call ("stall": no answer).
+`drop_call` "close"/"reset" end the process after reading a call ("stall": no answer),
+`exit_at` exits when that method arrives (unanswered), `ignore_sigterm` leaves only SIGKILL to
+end it, `daemonize` forks and lets the first process exit (the fork serves, same group),
+`linger` keeps it running after stdin closes (STDIO-5).
 
 Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which writes the
 spec file and names the journal and the command line, and `pid_alive` / `process_state`
@@ -38,6 +41,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +81,7 @@ from mcp_host_conformance.mocks.spec import (  # noqa: E402
 
 SCRIPT = os.path.abspath(__file__)
 MAX_LINE_BYTES = MAX_JSON_BYTES  # a longer line is refused (and skipped) unread
+LINGER_SECONDS = 300.0  # `linger`: how long a server whose stdin closed stays (if not killed)
 _FLOOD_CHUNK = b"E" * 65535 + b"\n"
 
 
@@ -142,7 +147,13 @@ class StdioServer:
                 os._exit(0)
 
     def send(self, message: dict[str, Any]) -> None:
-        self.send_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        # UTF-8 as is (a multi-byte character stays multi-byte, as over HTTP: NET-4 counts
+        # bytes); text only JSON's escapes can carry (a lone surrogate) falls back to them.
+        try:
+            line = _rpc.compact(message).encode("utf-8")
+        except UnicodeEncodeError:
+            line = json.dumps(message, separators=(",", ":")).encode()
+        self.send_raw(line + b"\n")
 
     def flood(self, when: str, total: int) -> None:
         left = total
@@ -171,6 +182,9 @@ class StdioServer:
         if kind == "invalid" and problem is not None:
             self.reply_or_garbage(problem)
         elif kind == "request":
+            if message["method"] == self.spec.misbehaviour.exit_at:
+                self.event("exit", reason="exit_at", method=message["method"])
+                os._exit(0)
             self.execute(self.behaviour.plan(message))
         # notifications and responses from the client need no answer
 
@@ -217,6 +231,9 @@ class StdioServer:
         while True:
             line = stdin.readline(MAX_LINE_BYTES + 1)
             if not line:
+                if self.spec.misbehaviour.linger:
+                    self.event("lingering", reason="stdin-closed")
+                    time.sleep(LINGER_SECONDS)  # until a signal ends it (bounded all the same)
                 self.event("exit", reason="stdin-closed")
                 return 0
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
@@ -234,6 +251,14 @@ def skip_line(stream: Any) -> int:
         dropped += len(piece)
         if not piece or piece.endswith(b"\n"):
             return dropped
+
+
+def daemonize(server: StdioServer) -> None:
+    """Fork; the first process exits at once, the forked one goes on serving on the same
+    pipes and in the same process group (STDIO-5), its pid journalled."""
+    if os.fork() != 0:
+        os._exit(0)
+    server.event("daemonized", pid=os.getpid(), pgid=os.getpgid(0))
 
 
 def spawn_child(server: StdioServer) -> None:
@@ -288,16 +313,20 @@ def main(argv: list[str] | None = None) -> int:
         server.event("exit", reason="signal", signal=signal.Signals(signum).name)
         raise SystemExit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
     bad = spec.misbehaviour
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        # An ignored SIGTERM stays ignored in the children it spawns (exec keeps it).
+        ignored = sig == signal.SIGTERM and bad.ignore_sigterm
+        signal.signal(sig, signal.SIG_IGN if ignored else on_signal)
     if bad.spawn_child:
         spawn_child(server)
+    if bad.daemonize:
+        daemonize(server)
+    if bad.stderr_flood:  # before an exit at once too: what a crashing server writes
+        server.flood("start", bad.stderr_flood)
     if bad.exit_at_once is not None:
         server.event("exit", reason="exit_at_once", code=bad.exit_at_once)
         return int(bad.exit_at_once)
-    if bad.stderr_flood:
-        server.flood("start", bad.stderr_flood)
     try:
         return server.serve()
     except KeyboardInterrupt:

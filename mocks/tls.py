@@ -5,12 +5,16 @@ part, so it happens once): the *trusted* CA, whose PEM file a client can be told
 trust (`trusted_ca_file()`), and the *untrusted* CA, which nobody is ever given. Both
 issue one leaf certificate for 127.0.0.1 and localhost. An "untrusted" mock still reports
 the trusted CA's file as its `ca_file`, so a client told to trust that file must still
-refuse it. Temporary files are removed at exit.
+refuse it. The trusted CA also issues two bad leaves, each wrong in one way only (NET-2):
+"wrong-host" (valid now, for `wrong-host.example.invalid` alone, so neither 127.0.0.1 nor
+localhost matches) and "expired" (for 127.0.0.1 and localhost, valid for one day ten days
+ago). Temporary files are removed at exit.
 """
 
 from __future__ import annotations
 
 import atexit
+import datetime
 import os
 import shutil
 import ssl
@@ -22,6 +26,8 @@ _lock = threading.Lock()
 _state: dict[str, Any] = {}
 
 HOSTS = ("127.0.0.1", "localhost")
+WRONG_HOST = "wrong-host.example.invalid"
+KINDS = ("trusted", "untrusted", "wrong-host", "expired")
 
 
 def _dir() -> str:
@@ -49,6 +55,23 @@ def _authority(which: str) -> tuple[Any, Any]:
         return ca_and_leaf
 
 
+def _bad_leaf(which: str) -> Any:
+    """The trusted CA's "wrong-host" or "expired" leaf, made once."""
+    ca, _ = _authority("trusted")
+    with _lock:
+        if which not in _state:
+            if which == "wrong-host":
+                _state[which] = ca.issue_cert(WRONG_HOST)
+            else:
+                now = datetime.datetime.now(datetime.UTC)
+                _state[which] = ca.issue_cert(
+                    *HOSTS,
+                    not_before=now - datetime.timedelta(days=11),
+                    not_after=now - datetime.timedelta(days=10),
+                )
+        return _state[which]
+
+
 def trusted_ca_file() -> str:
     """Path of the PEM file of the CA that clients may be told to trust."""
     _authority("trusted")
@@ -57,9 +80,9 @@ def trusted_ca_file() -> str:
 
 def server_context(which: str) -> ssl.SSLContext:
     """A server SSL context whose certificate comes from the `which` CA."""
-    if which not in ("trusted", "untrusted"):
-        raise ValueError(f"tls must be None, 'trusted' or 'untrusted', not {which!r}")
-    _, leaf = _authority(which)
+    if which not in KINDS:
+        raise ValueError(f"tls must be None or one of {', '.join(KINDS)}, not {which!r}")
+    leaf = _authority(which)[1] if which in ("trusted", "untrusted") else _bad_leaf(which)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     leaf.configure_cert(context)
     return context

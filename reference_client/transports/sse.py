@@ -65,13 +65,18 @@ class SseParser:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """The events completed by `chunk`. Raises MessageTooLarge past the limit."""
+        # What was buffered holds no line end but maybe a last CR (half of a CRLF): search
+        # from there, not from the start, or a long line fed in small chunks costs a rescan
+        # per chunk (a 1 MiB message in 4 KiB chunks took seconds).
+        start = max(len(self._buffer) - 1, 0)
         self._buffer += chunk
         events: list[SseEvent] = []
         while True:
-            end = _EOL.search(self._buffer)
+            end = _EOL.search(self._buffer, start)
             if end is None or (end.group() == b"\r" and end.end() == len(self._buffer)):
                 break  # no whole line yet (a lone CR at the end may be half of CRLF)
             line, self._buffer = self._buffer[: end.start()], self._buffer[end.end() :]
+            start = 0
             event = self._line(line)
             if event is not None:
                 events.append(event)

@@ -153,3 +153,27 @@ def test_fuzz_classify_any_decoded_message(message):
         assert problem["error"]["code"] == _rpc.INVALID_REQUEST
         assert problem["id"] is None or isinstance(problem["id"], str | int)
         json.dumps(problem)
+
+
+@pytest.mark.parametrize("fill", ["x", "\u00e9", "\u20ac", "\U0001f600"])
+@pytest.mark.parametrize("method", ["initialize", "tools/list", "tools/call"])
+def test_oversize_pads_to_exactly_that_many_bytes_whatever_the_fill(method, fill):
+    message = call() if method == "tools/call" else {"jsonrpc": "2.0", "id": 1, "method": method}
+    for size in (1000, 1001, 1002, 65_537):
+        got = plan(message, oversize_at=method, oversize_bytes=size, oversize_fill=fill)
+        assert got.reply is not None and len(_rpc.compact(got.reply).encode()) == size
+    wide = plan(message, oversize_at=method, oversize_bytes=30_000, oversize_fill="\u20ac")
+    text = _rpc.compact(wide.reply)
+    assert len(text) < 12_000  # bytes three times the characters, near enough
+
+
+def test_fail_at_answers_that_method_with_its_error():
+    message = {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {}}
+    got = plan(message, fail_at="initialize", fail_message="no \x1b[2J thanks")
+    assert got.reply == {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "error": {"code": -32603, "message": "no \x1b[2J thanks"},
+    }
+    assert got.events == ({"event": "failed", "method": "initialize"},)
+    assert plan(call(), fail_at="initialize").reply == _rpc.answer(spec(), call())

@@ -232,3 +232,37 @@ def parse_messages_or_none(response: httpx.Response) -> list | None:
         return parse_messages(response) or None
     except ValueError:
         return None
+
+
+def test_reject_at_one_method_with_a_challenge(start_mock, raw):
+    challenge = 'Bearer resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource"'
+    mock = start_mock(_spec(reject_status=401, reject_at="tools/call", reject_challenge=challenge))
+    client = raw(mock)
+    client.initialize()  # not rejected: only tools/call is
+    assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"
+    response = client.post(CALL)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == challenge
+    assert mock.journal.count("tools/call") == 1  # journalled before it was rejected
+
+
+def test_a_403_carries_no_challenge_unless_given_one(start_mock, raw):
+    plain = raw(start_mock(_spec(reject_status=403)))
+    response = plain.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    assert response.status_code == 403 and "www-authenticate" not in response.headers
+    scoped = raw(
+        start_mock(_spec(reject_status=403, reject_challenge='Bearer error="insufficient_scope"'))
+    )
+    response = scoped.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    assert response.headers["www-authenticate"] == 'Bearer error="insufficient_scope"'
+
+
+@pytest.mark.parametrize(("address", "host"), [("127.0.0.2", "127.0.0.2"), ("::1", "[::1]")])
+def test_a_mock_listens_on_another_loopback_address(raw, address, host):
+    from mcp_host_conformance.mocks.http_server import HttpMock
+
+    with HttpMock(_spec(), address=address) as mock:
+        assert mock.url == f"http://{host}:{mock.port}/mcp"
+        client = raw(mock)
+        client.initialize()
+        assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"

@@ -166,3 +166,20 @@ def test_fuzz_any_file_is_a_spec_or_a_spec_error(tmp_path, content, suffix):
         load_spec(path)
     except SpecError as exc:
         assert "fuzz" in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("oversize_fill", "xy"),
+        ("oversize_fill", '"'),
+        ("oversize_fill", "\x1b"),
+        ("reject_challenge", "Bearer \r\nX-Injected: 1"),
+        ("reject_challenge", "Bearer \x9b"),
+        ("exit_at", 3),
+        ("daemonize", "yes"),
+    ],
+)
+def test_the_power_fields_are_checked(field, value):
+    with pytest.raises(SpecError, match=f"spec.misbehaviour.{field}"):
+        spec_from_dict({"misbehaviour": {field: value}})

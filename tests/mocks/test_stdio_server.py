@@ -274,3 +274,70 @@ def test_stdin_closed_ends_the_process(spawn):
         "event": "exit",
         "reason": "stdin-closed",
     }
+
+
+# ---- what the STDIO-5/6 and NET-4 cases need ---------------------------------------------------
+
+
+def test_exit_at_a_method_answers_what_came_before(spawn):
+    mock, proc = spawn(ServerSpec(tools=TOOLS, misbehaviour=Misbehaviour(exit_at="tools/list")))
+    assert proc.request(1, "initialize", {"protocolVersion": "2025-06-18"})["result"]
+    proc.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert proc.line() is None  # no answer: the process ended
+    assert proc.p.wait(timeout=5) == 0
+    assert mock.journal.entries(kind="event")[-1].extra == {
+        "event": "exit",
+        "reason": "exit_at",
+        "method": "tools/list",
+    }
+
+
+def test_ignore_sigterm_leaves_only_sigkill(spawn):
+    mock, proc = spawn(ServerSpec(misbehaviour=Misbehaviour(ignore_sigterm=True)))
+    proc.request(1, "ping")
+    proc.p.send_signal(signal.SIGTERM)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.p.wait(timeout=0.3)  # a bound on what must not happen: it is still there
+    proc.p.kill()
+    assert proc.p.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_linger_keeps_running_after_stdin_closes(spawn):
+    mock, proc = spawn(ServerSpec(misbehaviour=Misbehaviour(linger=True)))
+    proc.p.stdin.close()
+    mock.journal.wait_for(kind="event", where=lambda e: e.extra.get("event") == "lingering")
+    assert proc.p.poll() is None
+    proc.p.terminate()  # SIGTERM still ends it
+    assert proc.p.wait(timeout=5) == 128 + signal.SIGTERM
+
+
+def test_daemonize_serves_from_a_fork_in_the_same_group(spawn):
+    mock, proc = spawn(ServerSpec(misbehaviour=Misbehaviour(daemonize=True)))
+    assert proc.p.wait(timeout=5) == 0  # the process we started exits at once
+    (event,) = mock.journal.wait_for(
+        kind="event", where=lambda e: e.extra.get("event") == "daemonized"
+    )
+    daemon = event.extra["pid"]
+    try:
+        assert event.extra["pgid"] == proc.p.pid != daemon  # the leader's group, its own pid
+        assert proc.request(1, "ping")["result"] == {}  # the fork answers on the same pipes
+    finally:
+        os.killpg(proc.p.pid, signal.SIGKILL)
+
+
+def test_multibyte_text_is_sent_as_utf8(spawn):
+    wide = "\u20ac" * 10
+    tools = [Tool("t", description=wide)]
+    mock, proc = spawn(ServerSpec(tools=tools))
+    proc.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    line = proc.line()
+    assert line is not None and wide.encode() in line  # three bytes each, not \u escapes
+
+
+def test_stderr_flood_comes_before_an_exit_at_once(spawn):
+    mock, proc = spawn(
+        ServerSpec(misbehaviour=Misbehaviour(stderr_flood=4096, exit_at_once=3)),
+        stderr=subprocess.PIPE,
+    )
+    assert proc.p.wait(timeout=5) == 3
+    assert proc.p.stderr.read() == b"E" * 4096

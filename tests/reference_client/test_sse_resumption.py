@@ -354,3 +354,24 @@ def test_parser_tracks_the_last_event_id_and_retry() -> None:
     assert parser.last_event_id is None
     parser.feed(b"id: e\ndata: half")  # not dispatched: the cursor stays
     assert parser.last_event_id is None
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 4096])
+def test_parser_gives_the_same_events_whatever_the_chunks(size: int) -> None:
+    stream = (
+        b"id: a\r\ndata: first\r\n\r\n"  # CRLF, maybe split between chunks
+        b"data: " + b"x" * 10_000 + b"\n\n"  # a line longer than any chunk
+        b"id: c\rdata: third\r\r"  # lone CRs
+        b"data: four\n\n"
+    )
+    parser = SseParser(limit=1 << 20)
+    events = []
+    for at in range(0, len(stream), size):
+        events += parser.feed(stream[at : at + size])
+    assert [(e.data[:5], e.id) for e in events] == [
+        (b"first", "a"),
+        (b"xxxxx", "a"),
+        (b"third", "c"),
+        (b"four", "c"),
+    ]
+    assert len(events[1].data) == 10_000

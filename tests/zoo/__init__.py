@@ -16,6 +16,8 @@ from mcp_host_conformance.zoo import (
     credentials,
     discovery,
     exposure,
+    hostile_text,
+    network,
     results,
     retry,
     sessions,
@@ -34,8 +36,10 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *results.CLIENTS,
         *retry.CLIENTS,
         *credentials.CLIENTS,
+        *network.CLIENTS,
         *stdio.CLIENTS,
         *sessions.CLIENTS,
+        *hostile_text.CLIENTS,
     ]
 )
 

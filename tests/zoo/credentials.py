@@ -1,11 +1,15 @@
-"""Broken clients for CRED (credentials) and NET (connections)."""
+"""Broken clients for CRED (credentials); NET's are in `network`."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import ssl
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
 
 
 def _merged(servers, kind):
@@ -59,27 +63,97 @@ def _no_redaction(original):
     return lambda self, text: text
 
 
-@replaced("mcp_host_conformance.reference_client.transports.http.ssl_context")
-def _unverified(original):
+def _whole_values(original):
+    from mcp_host_conformance.reference_client.config import HttpServerConfig
+
     del original
 
-    def ssl_context(ca_file=None):
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
+    def secrets_of(servers):
+        # Each configured value as a whole: "Bearer TOKEN" is a secret, TOKEN alone is not.
+        return [
+            value
+            for server in servers
+            for value in (
+                server.headers if isinstance(server, HttpServerConfig) else server.env
+            ).values()
+            if value
+        ]
 
-    return ssl_context
+    return secrets_of
 
 
-@replaced("mcp_host_conformance.reference_client.transports.http.http_client")
-def _follow_redirects(original):
-    def http_client(ca_file=None):
-        client = original(ca_file)
-        client.follow_redirects = True
-        return client
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
+def _debug_log(original):
+    async def start(self):
+        # A "support bundle" written at each start: the servers as configured, headers and all.
+        directory = Path(self.environ["HOME"]) / ".cache" / "mcp-reference-host"
+        directory.mkdir(parents=True, exist_ok=True)
+        with (directory / "debug.log").open("a", encoding="utf-8") as log:
+            for server in self.servers:
+                log.write(f"server {json.dumps(dataclasses.asdict(server))}\n")
+        return await original(self)
 
-    return http_client
+    return start
+
+
+# ---- CRED-6: an OAuth flow started after a 401/403 -------------------------------------------
+
+_RESOURCE_METADATA = re.compile(r'resource_metadata="([^"]+)"')
+
+
+def _on_rejection(step):
+    """An `http_client` whose response hook runs `step(response)` on every 401 and 403: the
+    way an OAuth-capable HTTP stack (an httpx auth flow) reacts to a challenge."""
+
+    def make(original):
+        def http_client(ca_file=None):
+            client = original(ca_file)
+
+            async def hook(response):
+                if response.status_code in (401, 403):
+                    try:
+                        await step(response)
+                    except Exception:  # noqa: BLE001 - a failed OAuth step changes nothing else
+                        pass
+
+            client.event_hooks["response"].append(hook)
+            return client
+
+        return http_client
+
+    return make
+
+
+async def _get(url):
+    import httpx
+
+    async with httpx.AsyncClient(trust_env=False, timeout=5.0) as client:
+        await client.get(url)
+
+
+async def _fetch_resource_metadata(response):
+    found = _RESOURCE_METADATA.search(response.headers.get("www-authenticate", ""))
+    if found:
+        await _get(found.group(1))
+
+
+async def _probe_server_metadata(response):
+    parts = urlsplit(str(response.request.url))
+    await _get(f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server")
+
+
+async def _open_browser(response):
+    import webbrowser
+
+    parts = urlsplit(str(response.request.url))
+    url = (
+        f"{parts.scheme}://{parts.netloc}/authorize?response_type=code"
+        "&client_id=mcp-reference-host&code_challenge_method=S256"
+    )
+    await asyncio.to_thread(webbrowser.open, url)
+
+
+_HTTP_CLIENT = "mcp_host_conformance.reference_client.transports.http.http_client"
 
 
 class _NotATerminal:
@@ -132,6 +206,43 @@ CLIENTS = [
         (_no_redaction,),
     ),
     BrokenClient(
+        "redacts-whole-values-only",
+        "Removes each configured header and variable value as a whole, not the credential "
+        "after its auth scheme (a server echoing TOKEN of `Bearer TOKEN` shows it).",
+        {"CRED-3"},
+        (
+            Seam("mcp_host_conformance.reference_client.config.secrets_of", _whole_values),
+            Seam("mcp_host_conformance.reference_client.server_commands.secrets_of", _whole_values),
+        ),
+    ),
+    BrokenClient(
+        "writes-debug-log",
+        "Writes the configured servers, headers and variables included, to "
+        "~/.cache/mcp-reference-host/debug.log at each start.",
+        {"CRED-3"},
+        (_debug_log,),
+    ),
+    BrokenClient(
+        "fetches-resource-metadata",
+        "After a 401 or 403 fetches the protected resource metadata its WWW-Authenticate "
+        "header points at (the MCP authorization spec's first step).",
+        {"CRED-6"},
+        (Seam(_HTTP_CLIENT, _on_rejection(_fetch_resource_metadata)),),
+    ),
+    BrokenClient(
+        "probes-oauth-metadata",
+        "After a 401 or 403 fetches /.well-known/oauth-authorization-server from the "
+        "server's origin.",
+        {"CRED-6"},
+        (Seam(_HTTP_CLIENT, _on_rejection(_probe_server_metadata)),),
+    ),
+    BrokenClient(
+        "opens-browser-on-401",
+        "After a 401 or 403 opens a browser at the server's default /authorize endpoint.",
+        {"CRED-6"},
+        (Seam(_HTTP_CLIENT, _on_rejection(_open_browser)),),
+    ),
+    BrokenClient(
         "no-oauth-hint",
         "Reports rejected credentials without saying OAuth is unsupported or suggesting a header.",
         {"CRED-4"},
@@ -148,48 +259,5 @@ CLIENTS = [
         "Reads the value typed at `mcp add --header NAME` with terminal echo on.",
         {"CRED-5"},
         (_echoed_secret,),
-    ),
-    BrokenClient(
-        "allows-plain-http",
-        "Accepts plain-HTTP URLs to any host.",
-        {"NET-1"},
-        (
-            constant(
-                "mcp_host_conformance.reference_client.transports.http.url_refusal",
-                lambda url: None,
-            ),
-            constant(
-                "mcp_host_conformance.reference_client.server_commands.url_refusal",
-                lambda url: None,
-            ),
-        ),
-        target="NET-1",
-    ),
-    BrokenClient(
-        "skips-certificate-check",
-        "Does not verify HTTPS certificates of MCP servers.",
-        {"NET-2"},
-        (_unverified,),
-    ),
-    BrokenClient(
-        "follows-redirects",
-        "Lets its HTTP library follow redirects.",
-        {"NET-3", "CRED-1"},  # CRED-1: the redirect cases check the headers' destinations too
-        (_follow_redirects,),
-        target="NET-3",
-    ),
-    BrokenClient(
-        "no-message-limit",
-        "Reads messages and responses of any size.",
-        {"NET-4", "RES-8"},  # RES-8: an oversized call result is then completed
-        (
-            constant(
-                "mcp_host_conformance.reference_client.transports.http.MAX_MESSAGE_BYTES", 1 << 30
-            ),
-            constant(
-                "mcp_host_conformance.reference_client.transports.stdio.MAX_MESSAGE_BYTES", 1 << 30
-            ),
-        ),
-        target="NET-4",
     ),
 ]

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import signal
 
 from mcp_host_conformance.zoo.client import BrokenClient, Seam, replaced
+
+_STDIO = "mcp_host_conformance.reference_client.transports.stdio"
 
 
 def _spawn_with(**changes):
@@ -68,6 +71,182 @@ def _exited_is_connected(original):
     return connect_server
 
 
+# ---- STDIO-1 ----------------------------------------------------------------------------------
+
+
+@replaced(f"{_STDIO}.spawn")
+def _split_command(original):
+    async def spawn(command, args, env, cwd):
+        # "Be lenient": a command line like "npx -y server" is split into program and words.
+        program, *words = command.split(" ")
+        return await original(program, [*words, *args], env, cwd)
+
+    return spawn
+
+
+# ---- STDIO-2 ----------------------------------------------------------------------------------
+
+_SDK_DEFAULTS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # the SDK's stdio_client
+
+
+@replaced(f"{_STDIO}.child_environment")
+def _sdk_environment(original):
+    def child_environment(host_environ, configured):
+        env = {name: host_environ[name] for name in _SDK_DEFAULTS if name in host_environ}
+        return {**env, **original(host_environ, configured)}
+
+    return child_environment
+
+
+# ---- STDIO-3 ----------------------------------------------------------------------------------
+
+_SESSION_GROUPS: dict[tuple[str | None, int], asyncio.Future] = {}
+
+
+def _one_group(original):
+    del original
+    from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
+
+    async def spawn(command, args, env, cwd):
+        # One process group per host session (its event loop): the first server leads it,
+        # the others join it, so "kill the group" stops them all.
+        key = (env.get("HOME"), id(asyncio.get_running_loop()))
+        leader = _SESSION_GROUPS.get(key)
+        if leader is None:
+            leader = _SESSION_GROUPS[key] = asyncio.get_running_loop().create_future()
+            group = 0
+        else:
+            group = await leader
+        try:
+            process = await asyncio.create_subprocess_exec(
+                command,
+                *args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=dict(env),
+                cwd=cwd,
+                process_group=group,
+                limit=MAX_MESSAGE_BYTES + 1,
+            )
+        except BaseException:
+            if not leader.done():
+                leader.set_result(0)  # no group to join: the next server starts its own
+            raise
+        if not leader.done():
+            leader.set_result(process.pid)
+        return process
+
+    return spawn
+
+
+# ---- STDIO-4 ----------------------------------------------------------------------------------
+
+_STDERR_TAILS: dict[int, asyncio.Task] = {}
+_TAIL = 2048
+
+
+async def _keep_tail(stream) -> bytes:
+    tail = b""
+    while chunk := await stream.read(65536):
+        tail = (tail + chunk)[-_TAIL:]
+    return tail
+
+
+def _stderr_kept(original):
+    del original
+    from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
+
+    async def spawn(command, args, env, cwd):
+        # stderr is read (so a flood never blocks) and its last 2 KiB kept, to explain a crash.
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            limit=MAX_MESSAGE_BYTES + 1,
+        )
+        _STDERR_TAILS[process.pid] = asyncio.ensure_future(_keep_tail(process.stderr))
+        return process
+
+    return spawn
+
+
+@replaced(f"{_STDIO}.StdioTransport.request")
+def _explained_by_stderr(original):
+    from mcp_host_conformance.reference_client.transports import TransportError
+
+    async def request(self, message):
+        try:
+            return await original(self, message)
+        except TransportError as exc:
+            tail = _STDERR_TAILS.get(self.pid)
+            if tail is None:
+                raise
+            try:
+                said = await asyncio.wait_for(asyncio.shield(tail), 1.0)
+            except Exception:  # noqa: BLE001 - no tail (in time), no explanation
+                raise exc from None
+            text = said.decode("utf-8", "replace").strip()[-300:]
+            raise TransportError(f"{exc}; it said: {text}", maybe_acted=exc.maybe_acted) from None
+
+    return request
+
+
+# ---- STDIO-5 ----------------------------------------------------------------------------------
+
+
+@replaced(f"{_STDIO}.signal_group")
+def _term_only(original):
+    def signal_group(pgid, sig):
+        if sig != signal.SIGKILL:  # "SIGTERM is the polite way; servers exit on it"
+            original(pgid, sig)
+
+    return signal_group
+
+
+def _leader_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return "gone"
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return "zombie" if fields and fields[0] in ("Z", "X") else "running"
+
+
+@replaced(f"{_STDIO}.signal_group")
+def _live_leaders_only(original):
+    def signal_group(pgid, sig):
+        # The group is signalled only while the process we started runs: once it has exited
+        # "there is nothing to stop" (and its pid might be reused).
+        if _leader_state(pgid) == "running":
+            original(pgid, sig)
+
+    return signal_group
+
+
+# ---- STDIO-6 ----------------------------------------------------------------------------------
+
+
+@replaced("mcp_host_conformance.reference_client.rpc.RpcSession.list_tools")
+def _no_tools_on_failure(original):
+    from mcp_host_conformance.reference_client.transports import McpError
+
+    async def list_tools(self):
+        # "tools" is an optional capability: a server whose tools/list fails has none.
+        try:
+            return await original(self)
+        except McpError:
+            return []
+
+    return list_tools
+
+
 CLIENTS = [
     BrokenClient(
         "runs-through-shell",
@@ -119,5 +298,54 @@ CLIENTS = [
         "Reports a stdio server that exits at once as connected with 0 tools.",
         {"STDIO-6"},
         (_exited_is_connected,),
+    ),
+    BrokenClient(
+        "splits-command-on-spaces",
+        "Splits a stdio server's command on spaces into program and arguments.",
+        {"STDIO-1"},
+        (_split_command,),
+    ),
+    BrokenClient(
+        "sdk-default-environment",
+        "Gives stdio servers the MCP SDK's default environment (HOME, LOGNAME, PATH, SHELL, "
+        "TERM, USER) and LANG, not only PATH, HOME and LANG.",
+        {"STDIO-2"},
+        (_sdk_environment,),
+    ),
+    BrokenClient(
+        "one-group-for-all-servers",
+        "Starts the first stdio server in a new process group and the others in that group.",
+        {"STDIO-3"},
+        (Seam(f"{_STDIO}.spawn", _one_group),),
+    ),
+    BrokenClient(
+        "shows-stderr-of-failed-server",
+        "Keeps the tail of a stdio server's stderr and shows it in the reason when the "
+        "server fails.",
+        {"STDIO-4"},
+        (Seam(f"{_STDIO}.spawn", _stderr_kept), _explained_by_stderr),
+    ),
+    BrokenClient(
+        "never-escalates-to-sigkill",
+        "Stops stdio servers with SIGTERM only; one that ignores it keeps running.",
+        {"STDIO-5"},
+        (_term_only,),
+    ),
+    BrokenClient(
+        "signals-only-live-leaders",
+        "Signals a stdio server's process group only while the process it started still "
+        "runs (a server that daemonized is left running).",
+        {"STDIO-5"},
+        (_live_leaders_only,),
+    ),
+    BrokenClient(
+        "lists-no-tools-on-failure",
+        "Treats a failed tools/list as a server with no tools, connected.",
+        # Every server whose tools/list fails is then connected: past 16 pages (DISC-6), an
+        # answer over 1 MiB (NET-4), a redirect at tools/list (NET-3, and CRED-1: the
+        # redirect cases check where headers went too).
+        {"STDIO-6", "DISC-6", "NET-4", "NET-3", "CRED-1"},
+        (_no_tools_on_failure,),
+        target="STDIO-6",
     ),
 ]
