@@ -20,6 +20,7 @@ from mcp_host_conformance.zoo import (
     retry,
     sessions,
     stdio,
+    turn,
 )
 from mcp_host_conformance.zoo.client import BrokenAdapter, BrokenClient, by_name
 
@@ -36,6 +37,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *credentials.CLIENTS,
         *stdio.CLIENTS,
         *sessions.CLIENTS,
+        *turn.CLIENTS,
     ]
 )
 
