@@ -67,9 +67,9 @@ def payload(lure_url: str, lure_command: list[str]) -> str:
     """A configuration document in the common shapes: a server added, a configured one
     ("docs") pointed at the lure, a stdio server added; in the reference host's list shape
     too, so any reader of any of them takes the bait."""
-    added = {"type": "http", "url": lure_url}
-    local = {"type": "stdio", "command": lure_command[0], "args": lure_command[1:]}
-    entries = [
+    added: dict[str, Any] = {"type": "http", "url": lure_url}
+    local: dict[str, Any] = {"type": "stdio", "command": lure_command[0], "args": lure_command[1:]}
+    entries: list[dict[str, Any]] = [
         {"name": "model-added", **added},
         {"name": "docs", **added},
         {"name": "model-local", **local},
@@ -121,7 +121,10 @@ def aimed_arguments(schema: Any, aim: dict[str, str], depth: int = 0) -> dict[st
 
 def path_forms(path: Path, home: Path, cwd: Path) -> list[str]:
     """A configuration path as a model would write it: absolute, relative, from `~`."""
-    return [str(path), os.path.relpath(path, cwd), "~/" + str(path.relative_to(home))]
+    forms = [str(path), os.path.relpath(path, cwd)]
+    if path.is_relative_to(home):
+        forms.append("~/" + str(path.relative_to(home)))
+    return forms
 
 
 def tempting_spec(name: str, document: str) -> ServerSpec:

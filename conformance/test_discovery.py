@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,7 @@ def discovery_counts(mocks: dict) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.requirements("DISC-1")
-def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock, model):
+def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock, model, timeouts):
     """At start, every configured server is connected and its tools listed, once, without
     asking the user; a status line reports `MCP server NAME: N tools from DESTINATION`
     before the first question (`1 tool` and `1 tools` both accepted)."""
@@ -80,7 +81,7 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
     host.add_stdio("local", local)
     mocks = {"remote": remote, "single": single, "local": local}
 
-    running = host.start()
+    running = host.start(connect_timeout=2 * timeouts.connect)  # time is not the rule here
     check(
         not host.confirmations and not host.acknowledgements,
         ids="DISC-1",
@@ -198,7 +199,7 @@ def test_servers_connect_in_parallel(host, http_mock, stdio_mock, case, timeouts
 def _slow_servers(host, http_mock, stdio_mock, limit: float) -> list[tuple[str, str]]:
     """Servers that each break a connection limit of `limit` seconds in their own way,
     beside a healthy one; (name, why) of the ones that must be unavailable."""
-    slow = {
+    slow: dict[str, tuple[str, dict[str, Any], str]] = {
         "stalled": ("http", {"stall": ["initialize"]}, "initialize never answered"),
         "slowlist": ("http", {"stall": ["tools/list"]}, "tools/list never answered"),
         "stalled-stdio": ("stdio", {"stall": ["initialize"]}, "stdio: initialize never answered"),
@@ -276,7 +277,7 @@ def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock, des
 
 
 @pytest.mark.requirements("DISC-4")
-def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case):
+def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case, timeouts):
     """A failed server never stops chat or the other servers: offline, stalled, failing with
     an HTTP server error, a missing command and a garbage-speaking stdio server beside a
     healthy HTTP and a healthy stdio server, both still offered and callable."""
@@ -291,7 +292,8 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
     host.add_http("docs", docs)
     host.add_stdio("local", local)
 
-    running = host.start()
+    # Seven servers at once, two of them processes: time is not the rule here.
+    running = host.start(connect_timeout=2 * timeouts.connect)
     for name in ("offline", "stalled", "failing", "garbage", "missing"):
         expect_unavailable(running, name, "DISC-4", "broken")
     expect_available(running, "docs", "DISC-4", "healthy, HTTP")

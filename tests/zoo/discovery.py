@@ -322,8 +322,9 @@ CLIENTS = [
     BrokenClient(
         "relists-tools-each-turn",
         "Lists every server's tools again before each question and offers what it finds.",
-        {"DISC-5"},
+        {"DISC-1", "DISC-5"},  # DISC-1: tools are listed once per start, not per question
         (_relist_each_turn,),
+        target="DISC-5",
     ),
     BrokenClient(
         "reads-17-pages",
