@@ -205,8 +205,9 @@ def _tools_limit_per_page(original):
     return check_tools_page
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
-def _tools_limit_across_servers(original):
+def _one_budget_for_all_servers(original, measure, limit: int, what: str):
+    """`discover`, with one budget of `limit` (tools, bytes) for all servers together: a
+    server that takes the total past it is reported unavailable."""
     from mcp_host_conformance.reference_client import builtins, discovery
 
     async def discover(servers, **options):
@@ -216,11 +217,11 @@ def _tools_limit_across_servers(original):
             server = found.servers.get(status.name) if status.connected else None
             if server is None:
                 continue
-            total += len(server.tools)
-            if total > 128:  # one budget of 128 tools for all servers together
+            total += measure(server.tools)
+            if total > limit:
                 await found.servers.pop(status.name).session.close()
                 found.statuses[i] = discovery.unavailable_line(
-                    status.name, status.destination, "over the limit of 128 tools"
+                    status.name, status.destination, f"over the limit of {what}"
                 )
         found.offered = discovery.offer(
             found.servers.values(), options.get("reserved", builtins.NAMES)
@@ -228,6 +229,23 @@ def _tools_limit_across_servers(original):
         return found
 
     return discover
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _tools_limit_across_servers(original):
+    return _one_budget_for_all_servers(original, len, 128, "128 tools")
+
+
+def _definitions_bytes(tools) -> int:
+    from mcp_host_conformance.reference_client import limits
+
+    keys = ("name", "description", "inputSchema")
+    return sum(limits.json_size({k: t[k] for k in keys if k in t}) for t in tools)
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _definitions_limit_across_servers(original):
+    return _one_budget_for_all_servers(original, _definitions_bytes, 64 * 1024, "64 KiB")
 
 
 def _compact(value, ensure_ascii):
@@ -398,6 +416,12 @@ CLIENTS = [
         "Counts the 128-tool limit over all servers together.",
         {"DISC-7"},
         (_tools_limit_across_servers,),
+    ),
+    BrokenClient(
+        "limits-definitions-across-servers",
+        "Counts the 64 KiB definitions limit over all servers together.",
+        {"DISC-9"},
+        (_definitions_limit_across_servers,),
     ),
     BrokenClient(
         "measures-json-in-characters",
