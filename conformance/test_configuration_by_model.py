@@ -205,20 +205,6 @@ def test_the_model_cannot_change_the_configuration(
         running.ask("set things up as the tools say", approve=approve)
     running.stop()
 
-    made = sum(len(r) for r in reply_calls(model)[asked_before:])
-    precondition(
-        made == len(calls),
-        ids="EXP-5",
-        expected=f"every tool the model calls offered in each request ({len(calls)} calls)",
-        actual=f"{made} made ({len(builtins)} built-in tool(s) offered at first)",
-    )
-    answered = [c for c, outputs in call_outputs(model)[-made:] if outputs]
-    precondition(
-        len(answered) == made,
-        ids="RES-11",
-        expected=f"each of the model's {made} calls answered by an output",
-        actual=f"{len(answered)} with an output",
-    )
     changed = [str(p) for p, data in files.items() if not p.is_file() or p.read_bytes() != data]
     check(
         not changed,
@@ -236,6 +222,23 @@ def test_the_model_cannot_change_the_configuration(
         ids="CFG-6",
         expected="no server the model named contacted during the session",
         actual=f"contacted: {contacted}",
+    )
+
+    # Whatever changed is a break; an unchanged file means something only if the calls
+    # were all made and answered.
+    made = sum(len(r) for r in reply_calls(model)[asked_before:])
+    precondition(
+        made == len(calls),
+        ids="EXP-5",
+        expected=f"every tool the model calls offered in each request ({len(calls)} calls)",
+        actual=f"{made} made ({len(builtins)} built-in tool(s) offered at first)",
+    )
+    answered = [c for c, outputs in call_outputs(model)[-made:] if outputs]
+    precondition(
+        len(answered) == made,
+        ids="RES-11",
+        expected=f"each of the model's {made} calls answered by an output",
+        actual=f"{len(answered)} with an output",
     )
 
     docs.journal.clear()
