@@ -171,7 +171,13 @@ def test_anything_but_yes_denies(host, http_mock, model):
         before = len(model_requests(model))
         turn = running.ask(f"look it up ({answer!r})", approve=answer)
         if calls_with(docs.journal, "answer", answer):
-            problems.append(f"answer {answer!r}: the call was sent")
+            menu = turn.confirmations[-1] if turn.confirmations else None
+            selects = (
+                f" (its menu selects {menu.default!r} on Enter)"
+                if answer == "" and menu is not None and menu.default
+                else ""
+            )
+            problems.append(f"answer {answer!r}: the call was sent{selects}")
         outputs = call_outputs(model)[-1][1] if call_outputs(model) else []
         got = output_text(outputs[0]) if outputs else None
         if got is None:

@@ -302,7 +302,7 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
         Step.call(server="local", tool="query", arguments={}),
     ]
     model.script([Step.calls(both), Step.text("done")])
-    turn = running.ask("use both")
+    turn = running.ask("use both", offer_rule="DISC-4")
     calls = (docs.journal.count("tools/call"), local.journal.count("tools/call"))
     statuses = [c.status for c in turn.calls]
     check(

@@ -22,7 +22,7 @@ import unicodedata
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.fresh_process import restarted
@@ -251,11 +251,14 @@ tool_names = st.lists(
 
 
 @pytest.mark.requirements("EXP-2")
+# No shrinking (nor example database): every example starts the host, and the first failing
+# one says enough; shrinking would start it dozens of times more.
 @settings(
     max_examples=8,
     deadline=None,
     derandomize=True,
     database=None,
+    phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(names=tool_names)

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from mcp_host_conformance.harness.observe import model_requests, offered_function, status_text
+from mcp_host_conformance.harness.orphans import handed_to_us
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
 from mcp_host_conformance.mocks.model_script import Step
@@ -183,7 +184,7 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
     """Its error output is discarded: a flood on stderr neither blocks the client nor is shown."""
     server = stdio_mock(tool_spec("noisy", stderr_flood=FLOOD))
     host.add_stdio("noisy", server)
-    running, turn = one_approved_query(host, model, "noisy")
+    running, turn = one_approved_query(host, model, "noisy", offer_rule="STDIO-4")
 
     status = running.status("noisy")
     check(
@@ -245,6 +246,17 @@ def test_server_and_its_group_are_reaped_on_exit(host, stdio_mock, timeouts):
     ]
     try:
         running.stop()
+        # A client that exited without reaping it handed it to the harness, its subreaper
+        # (harness.orphans): seen at once, whatever the machine's init does with orphans.
+        check(
+            not handed_to_us(entry.pid, entry.extra.get("ppid")),
+            ids="STDIO-5",
+            expected="the server's process stopped and reaped by the client",
+            actual=(
+                f"the client exited and left it {process_state(entry.pid)} and unreaped "
+                "(handed to the harness, its subreaper)"
+            ),
+        )
         grace = max(1.0, 3 * timeouts.grace)
         reaped = wait_until(lambda: process_state(entry.pid) == "gone", grace)
         check(

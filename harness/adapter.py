@@ -161,7 +161,16 @@ class ServerStatus:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """One approval prompt, as shown."""
+    """One approval prompt, as shown.
+
+    A prompt that takes typed text (`Approve? [y/N]`) leaves `choices` empty: the answer is
+    typed as given. A prompt that is a menu (or a structured approval request a UI shows as
+    one) lists its entries in `choices`, as labelled, and names in `default` the entry an
+    empty answer (Enter) selects, as the host decides it; the adapter then picks from the
+    menu as a person would: "" is Enter (the host's default), "y" the entry that approves
+    this one call, any other answer the entry that refuses it. So whether an empty answer
+    denies (APR-2) is the host's decision, observed on the server's journal, never the
+    adapter's."""
 
     server: str  # the configured server name
     destination: str
@@ -169,6 +178,8 @@ class Confirmation:
     arguments: str  # the arguments text as shown (pretty JSON, maybe cut)
     warning: str
     text: str  # the whole prompt as shown
+    choices: tuple[str, ...] = ()  # a menu's entries, as shown; () for a typed answer
+    default: str | None = None  # the entry an empty answer (Enter) selects, if any
 
 
 # What a person types at an approval prompt. These three are the answers the suite's cases

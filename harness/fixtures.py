@@ -38,6 +38,7 @@ from mcp_host_conformance.harness.mock_contract import (
     ModelService,
     StdioServerMock,
 )
+from mcp_host_conformance.harness.orphans import become_subreaper, reap_if_ours
 from mcp_host_conformance.harness.run_cleanup import RESOURCES
 from mcp_host_conformance.harness.sandbox import Network
 from mcp_host_conformance.harness.sandbox import observe as observe_network
@@ -122,10 +123,15 @@ def _kill_leftovers(mock: StdioServerMock) -> None:
                 os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        try:  # reap it if it was our child (an in-process client's server)
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+        # Reap it if it is ours: an in-process client's server, or one a client left
+        # unreaped (it was handed to this process, its subreaper), and any child it left.
+        children = [
+            int(e.extra["pid"])
+            for e in mock.journal.entries(kind="event")
+            if e.extra.get("event") == "child-spawned" and isinstance(e.extra.get("pid"), int)
+        ]
+        for ours in (pid, *children):
+            reap_if_ours(ours)
 
 
 # ---- session-wide --------------------------------------------------------------------------
@@ -162,6 +168,9 @@ def network() -> Network:
 
 @pytest.fixture
 def case() -> Iterator[Case]:
+    # whatever a host leaves unreaped when it exits comes back to this process, not init
+    # (harness.orphans): STDIO-5 then sees it on any machine, and teardown reaps it
+    become_subreaper()
     root = Path(tempfile.mkdtemp(prefix="mcphc-", dir=RESOURCES.temp_root()))
     owner = Case(root)
     yield owner

@@ -33,7 +33,13 @@ from mcp_host_conformance.harness.adapter import (
     Stopped,
     Turn,
 )
-from mcp_host_conformance.harness.mock_contract import HttpServerMock, StdioServerMock
+from mcp_host_conformance.harness.mock_contract import (
+    HttpServerMock,
+    MarkedMock,
+    ModelService,
+    StdioServerMock,
+)
+from mcp_host_conformance.harness.outcomes import check, precondition
 
 __all__ = [
     "Acknowledgement",
@@ -163,10 +169,13 @@ class Running:
         approve: Approval = "y",
         acknowledge: Acknowledgement = True,
         bound: float | None = None,
+        offer_rule: str | None = None,
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
-        a callable(str) -> bool."""
+        a callable(str) -> bool. A scripted call of a tool the host offered no function for
+        ends the turn with a precondition failure of EXP-5, or, when `offer_rule` names the
+        case's own requirement whose rule is that the tool is offered, a failure of it."""
         approver = _approver(approve)
         acknowledger = _acknowledger(acknowledge)
 
@@ -183,6 +192,7 @@ class Running:
         limit = bound or self.host.timeouts.ask_bound(
             self.options.connect_timeout, self.options.call_timeout
         )
+        unmatched_before = len(self._unmatched_calls())
         turn = bounded(
             "ask()", lambda: self.session.ask(question, on_confirmation, on_acknowledgement), limit
         )
@@ -190,7 +200,30 @@ class Running:
         self.host._saw(
             turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
         )
+        not_offered = self._unmatched_calls()[unmatched_before:]
+        # A tool the model calls but the host never offered: its own outcome. A precondition
+        # of the case (EXP-5's rule, not the case's), unless the case says that offering the
+        # tool is its very rule (a healthy server beside failed ones, DISC-4).
+        (check if offer_rule else precondition)(
+            not not_offered,
+            ids=offer_rule or "EXP-5",
+            expected="a function offered for every MCP tool the (scripted) model calls",
+            actual="; ".join(not_offered),
+        )
         return turn
+
+    def _unmatched_calls(self) -> list[str]:
+        """Why each scripted call the mock model could not make so far (the host offered no
+        function for that tool), as the model service journalled them."""
+        model = self.host.model
+        if model is None:
+            return []
+        return [
+            str(problem)
+            for entry in model.journal.entries(kind="event")
+            if entry.extra.get("event") == "unmatched-call"
+            for problem in entry.extra.get("problems") or ()
+        ]
 
     def cancel(self) -> None:
         bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
@@ -230,7 +263,7 @@ class Host:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for every start
     # the mock model: told which configured name each mock has, so a scripted call
     # `Step.call(server=NAME, tool=T)` finds that mock's tool by its marker
-    model: Any = None
+    model: ModelService | None = None
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -267,7 +300,8 @@ class Host:
         self._bind(name, mock)
         return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
 
-    def _bind(self, name: str, mock: Any) -> None:
+    def _bind(self, name: str, mock: MarkedMock) -> None:
+        # anything with a command or URL may stand in for a mock; only marked ones are bound
         if self.model is not None and getattr(mock, "marker_token", None):
             self.model.bind(name, mock)
 

@@ -27,10 +27,13 @@ def tool_spec(name: str, **misbehaviour: Any) -> ServerSpec:
     )
 
 
-def one_approved_query(host: Host, model: ModelService, server: str) -> tuple[Running, Turn]:
-    """Script one call of `server`'s `query`, start, ask (approved), stop; (running, turn)."""
+def one_approved_query(
+    host: Host, model: ModelService, server: str, offer_rule: str | None = None
+) -> tuple[Running, Turn]:
+    """Script one call of `server`'s `query`, start, ask (approved), stop; (running, turn).
+    `offer_rule`: as for `Running.ask`."""
     model.script([Step.call(server=server, tool="query", arguments={}), Step.text("done")])
     running = host.start()
-    turn = running.ask("use it", approve="y")
+    turn = running.ask("use it", approve="y", offer_rule=offer_rule)
     running.stop()
     return running, turn

@@ -109,3 +109,27 @@ def test_a_headless_browser_shows_the_report(browser, tmp_path):
     assert browser.evaluate("typeof window.pwned") == "undefined"
     assert browser.evaluate("document.scripts.length + document.images.length") == 0
     assert "Page.javascriptDialogOpening" not in browser.event_methods()
+
+
+def test_a_run_writes_the_page_and_the_browser_shows_its_verdict(tmp_path, request):
+    """`run --report-html` end to end: the page of a real run (two cases) opens and says how
+    the run went; the JSON and the HTML report agree."""
+    import json
+    import subprocess
+
+    page, report = tmp_path / "report.html", tmp_path / "report.json"
+    done = subprocess.run(
+        ["mcp-host-conformance", "run", "--network", "host", "--report-html", str(page)]
+        + ["--report-json", str(report), "--", "-q", "-p", "no:randomly"]
+        + ["-k", "test_plain_http_to_loopback_names_is_accepted or test_empty_answer"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"HTML report: {page}" in done.stdout
+    assert page.read_text("utf-8") == render_html(json.loads(report.read_text("utf-8")))
+    browser = request.getfixturevalue("browser")  # skipped here when there is no browser
+    browser.open(page.as_uri())
+    assert "conformance run PASSED" in visible_text(browser, "#verdict")

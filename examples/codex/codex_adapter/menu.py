@@ -57,6 +57,8 @@ def approval_menu(params: dict[str, Any]) -> tuple[Confirmation, list[str]] | No
         arguments=arguments,
         warning="",
         text=f"{message}\n{arguments}\n{menu}",
+        choices=tuple(choices),
+        default=choices[0],  # selected when the menu opens: Enter picks it
     )
     return confirmation, choices
 
