@@ -1,42 +1,38 @@
-"""DISC: connection and discovery.
+"""DISC: connection and discovery (DISC-1..5, DISC-11; the limits are in
+test_discovery_limits.py).
 
-Strategy: each limit is checked by a pair of servers started together, one just inside the
-limit and one just past it (16 vs 17 pages, 128 vs 129 tools, 15 vs 17 KiB schemas, 63 vs
-65 KiB of definitions), so one client start per case checks both sides. Whether a server
-"registered" is read from its status and, for DISC-10, from the tools the model was offered
-(found by their `[MCP server S, ...]` label, never by an assumed name). Timing rules are read
-from the mocks' journals (arrival times), with scaled timeouts; the real default is checked
-by a slow case.
+Strategy: every rule is read from the mocks' journals (what each server received, in
+order) and the status records, over HTTP and stdio together. "Once" and "without asking"
+are watched across two questions, not only during start. Parallelism is checked with a
+barrier (`mocks.barrier`): every server holds its answer to `initialize` until all of them
+have been contacted, so a serial start can never connect the first one, however long it
+waits, and a parallel start always connects them all, however loaded the machine: no
+verdict depends on a delay. The connection limit covers initialize and the whole
+discovery: servers whose requests each answer in time but together exceed it are
+unavailable, with the limit scaled; the real 10 s default is checked by a slow case
+(without `--run-slow` DISC-3 is reported `partial`, never passed).
 """
 
 from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.observe import (
-    model_requests,
-    offered_function,
-    offered_functions,
-    offered_tools_of,
+from mcp_host_conformance.conformance.server_status import (
+    expect_available,
+    expect_unavailable,
+    stdio_destinations,
+    tools_line_pattern,
 )
+from mcp_host_conformance.harness.adapter import StdioServer
+from mcp_host_conformance.harness.observe import model_requests, offered_tools_of
 from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.mocks.barrier import Barrier
 from mcp_host_conformance.mocks.model_script import Step
-from mcp_host_conformance.mocks.named import (
-    bad_schema_spec,
-    definitions_size,
-    definitions_spec,
-    json_size,
-    many_tools_spec,
-    pages_spec,
-    schema_of_size,
-    schema_spec,
-)
-from mcp_host_conformance.mocks.spec import MISSING, Misbehaviour, Reply, ServerSpec, Tool
-
-KIB = 1024
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 
 def healthy(name: str = "docs", tools: tuple[str, ...] = ("query",)) -> ServerSpec:
@@ -45,8 +41,12 @@ def healthy(name: str = "docs", tools: tuple[str, ...] = ("query",)) -> ServerSp
     )
 
 
-def stalling(name: str, method: str = "initialize") -> ServerSpec:
-    return ServerSpec(name=name, tools=[Tool("query")], misbehaviour=Misbehaviour(stall=[method]))
+def misbehaving(name: str, **misbehaviour) -> ServerSpec:
+    return ServerSpec(
+        name=name,
+        tools=[Tool("query", reply=Reply.text("ok"))],
+        misbehaviour=Misbehaviour(**misbehaviour),
+    )
 
 
 def closed_port_url() -> str:
@@ -57,52 +57,31 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/mcp"
 
 
-def describe_status(status) -> str:
-    if status is None:
-        return "no status reported"
-    if status.connected:
-        return f"connected with {status.tools} tools ({status.line!r})"
-    return f"unavailable: {status.reason!r}"
+def discovery_counts(mocks: dict) -> dict[str, tuple[int, int]]:
+    """server -> (initialize, tools/list requests) its mock received."""
+    return {
+        name: (mock.journal.count("initialize"), mock.journal.count("tools/list"))
+        for name, mock in mocks.items()
+    }
 
 
-def expect_available(running, name: str, ids: str, why: str, tools: int | None = None) -> None:
-    status = running.status(name)
-    ok = status is not None and status.connected and (tools is None or status.tools == tools)
-    want = f"server {name} ({why}) connected" + (
-        f" with {tools} tools" if tools is not None else ""
-    )
-    check(ok, ids=ids, expected=want, actual=describe_status(status))
-
-
-def expect_unavailable(running, name: str, ids: str, why: str) -> None:
-    status = running.status(name)
-    ok = status is not None and not status.connected and bool(status.reason)
-    check(
-        ok,
-        ids=ids,
-        expected=f"server {name} ({why}) reported unavailable with a reason",
-        actual=describe_status(status),
-    )
-    line = f"MCP server {name} unavailable: "
-    check(
-        line in running.text,
-        ids=ids,
-        expected=f"a status line starting {line!r}",
-        actual=f"start showed: {running.text[-400:]!r}",
-    )
+# ---- DISC-1 ----------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("DISC-1")
-def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock, model):
+def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock, model, timeouts):
     """At start, every configured server is connected and its tools listed, once, without
     asking the user; a status line reports `MCP server NAME: N tools from DESTINATION`
-    before the first question."""
+    before the first question (`1 tool` and `1 tools` both accepted)."""
     remote = http_mock(healthy("remote", ("query", "fetch")))
+    single = http_mock(healthy("single", ("only",)))
     local = stdio_mock(healthy("local", ("run",)))
     host.add_http("remote", remote)
+    host.add_http("single", single)
     host.add_stdio("local", local)
+    mocks = {"remote": remote, "single": single, "local": local}
 
-    running = host.start()
+    running = host.start(connect_timeout=2 * timeouts.connect)  # time is not the rule here
     check(
         not host.confirmations and not host.acknowledgements,
         ids="DISC-1",
@@ -112,24 +91,29 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
             f"{len(host.acknowledgements)} acknowledgement(s)"
         ),
     )
-    for name, mock, count in (("remote", remote, 2), ("local", local, 1)):
+    for name, count in (("remote", 2), ("single", 1), ("local", 1)):
         expect_available(running, name, "DISC-1", "healthy", tools=count)
-        methods = mock.journal.methods()
-        check(
-            methods.count("initialize") == 1 and methods.count("tools/list") == 1,
-            ids="DISC-1",
-            expected=f"{name}: one initialize and one tools/list at start",
-            actual=f"methods received: {methods}",
-        )
+    at_start = discovery_counts(mocks)
     check(
-        f"MCP server remote: 2 tools from {remote.url}" in running.text
-        and "MCP server local: 1 tools from " in running.text,
+        all(counts == (1, 1) for counts in at_start.values()),
+        ids="DISC-1",
+        expected="each server: one initialize and one tools/list at start",
+        actual=f"(initialize, tools/list) per server: {at_start}",
+    )
+    lines = {
+        "remote": tools_line_pattern("remote", 2, [str(remote.url)]),
+        "single": tools_line_pattern("single", 1, [str(single.url)]),
+        "local": tools_line_pattern("local", 1, stdio_destinations(list(local.command))),
+    }
+    missing = [name for name, pattern in lines.items() if not pattern.search(running.text)]
+    check(
+        not missing,
         ids="DISC-1",
         expected=(
-            f"status lines 'MCP server remote: 2 tools from {remote.url}' "
-            "and 'MCP server local: 1 tools from ...'"
+            "a status line `MCP server NAME: N tools from DESTINATION` per server "
+            "(`1 tool` or `1 tools`; the URL, or the stdio command)"
         ),
-        actual=f"start showed: {running.text!r}",
+        actual=f"none for {missing}; start showed: {running.text[-600:]!r}",
     )
     check(
         not model_requests(model),
@@ -137,79 +121,123 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
         expected="no model request before the first question",
         actual=f"{len(model_requests(model))} model request(s) during start",
     )
-    listed = max(e.time for m in (remote, local) for e in m.journal.entries("tools/list"))
-    model.script([Step.text("hi")])
-    running.ask("hello")
+    listed = max(e.time for m in mocks.values() for e in m.journal.entries("tools/list"))
+
+    for question in ("hello", "and again"):
+        model.script([Step.text("hi")])
+        running.ask(question)
     bodies = model.journal.entries(kind="http")
     check(
-        bool(bodies),
+        len(bodies) >= 2,
         ids="DISC-1",
-        expected="the question sent to the model",
-        actual="no model request",
+        expected="both questions sent to the model",
+        actual=f"{len(bodies)} model request(s)",
     )
-    first_model = bodies[0].time
     check(
-        listed <= first_model,
+        listed <= bodies[0].time,
         ids="DISC-1",
         expected="discovery finished before the first model request",
-        actual=f"last tools/list {listed - first_model:+.3f}s after the first model request",
+        actual=f"last tools/list {listed - bodies[0].time:+.3f}s after the first model request",
     )
+    check(
+        not host.confirmations and not host.acknowledgements,
+        ids="DISC-1",
+        expected="no question to the user in two turns without a tool call (no consent to connect)",
+        actual=(
+            f"{len(host.confirmations)} confirmation(s), "
+            f"{len(host.acknowledgements)} acknowledgement(s)"
+        ),
+    )
+    after = discovery_counts(mocks)
+    check(
+        after == at_start,
+        ids="DISC-1",
+        expected="no further initialize or tools/list after start, across two questions (once)",
+        actual=f"(initialize, tools/list) per server: at start {at_start}, after {after}",
+    )
+
+
+# ---- DISC-2 ----------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("DISC-2")
-def test_servers_connect_in_parallel(host, http_mock, timeouts):
-    """Servers connect in parallel."""
-    delay = timeouts.connect / 2.5
-    mocks = [
-        http_mock(
-            ServerSpec(
-                name=f"slow{i}",
-                tools=[Tool("query")],
-                misbehaviour=Misbehaviour(delays={"initialize": delay}),
-            )
-        )
-        for i in range(3)
-    ]
-    for i, mock in enumerate(mocks):
-        host.add_http(f"slow{i}", mock)
-    running = host.start()
-    for i in range(3):
-        expect_available(running, f"slow{i}", "DISC-2", f"initialize delayed {delay:.2f}s")
-    received = [m.journal.entries("initialize") for m in mocks]
+def test_servers_connect_in_parallel(host, http_mock, stdio_mock, case, timeouts):
+    """Servers connect in parallel: three HTTP and three stdio servers each hold their
+    answer to `initialize` until all six have received one (a barrier), so a host that
+    contacts a server only after the previous one answered never connects the first, and a
+    host that contacts them all at once connects all six."""
+    meeting = Barrier(parties=6).start()
+    case.mocks.append(meeting)
+    names = [f"remote{i}" for i in range(3)] + [f"local{i}" for i in range(3)]
+    for name in names:
+        spec = misbehaving(name, barrier=meeting.address)
+        if name.startswith("remote"):
+            host.add_http(name, http_mock(spec))
+        else:
+            host.add_stdio(name, stdio_mock(spec))
+    # A generous limit: a parallel host is answered as soon as the last server is
+    # contacted, so this costs nothing; it only gives a loaded machine time to spawn.
+    running = host.start(connect_timeout=2 * timeouts.connect)
+
+    arrived = meeting.arrived()
     check(
-        all(received),
+        meeting.released,
         ids="DISC-2",
-        expected="each of the three servers received initialize",
-        actual=f"initialize counts {[len(r) for r in received]}",
-    )
-    arrivals = sorted(r[0].time for r in received)
-    spread = arrivals[-1] - arrivals[0]
-    check(
-        spread < delay and running.elapsed < 2 * delay + timeouts.connect,
-        ids="DISC-2",
-        expected=(
-            "all three initialize requests sent before the first answer "
-            f"(within {delay:.2f}s of each other)"
+        expected="all six servers contacted while the first still waited for its answer",
+        actual=(
+            f"only {len(arrived)} of 6 contacted ({', '.join(arrived) or 'none'}): "
+            "the host waited for one server before contacting the next"
         ),
-        actual=f"initialize requests spread over {spread:.2f}s; start took {running.elapsed:.2f}s",
     )
+    for name in names:
+        expect_available(running, name, "DISC-2", "answers once all six are contacted")
 
 
-def _stalled_start(host, http_mock, **overrides):
-    host.add_http("stalled", http_mock(stalling("stalled", "initialize")))
-    host.add_http("slowlist", http_mock(stalling("slowlist", "tools/list")))
+# ---- DISC-3 ----------------------------------------------------------------------------------
+
+
+def _slow_servers(host, http_mock, stdio_mock, limit: float) -> list[tuple[str, str]]:
+    """Servers that each break a connection limit of `limit` seconds in their own way,
+    beside a healthy one; (name, why) of the ones that must be unavailable."""
+    slow: dict[str, tuple[str, dict[str, Any], str]] = {
+        "stalled": ("http", {"stall": ["initialize"]}, "initialize never answered"),
+        "slowlist": ("http", {"stall": ["tools/list"]}, "tools/list never answered"),
+        "stalled-stdio": ("stdio", {"stall": ["initialize"]}, "stdio: initialize never answered"),
+        "summed": (
+            "http",
+            {"delays": {"initialize": 0.6 * limit, "tools/list": 0.6 * limit}},
+            "initialize and tools/list each answered within the limit, together past it",
+        ),
+    }
+    for name, (kind, misbehaviour, _why) in slow.items():
+        spec = misbehaving(name, **misbehaviour)
+        if kind == "http":
+            host.add_http(name, http_mock(spec))
+        else:
+            host.add_stdio(name, stdio_mock(spec))
+    paged = ServerSpec(
+        name="slowpages",
+        tools=[Tool(f"page_{i}") for i in range(3)],
+        page_size=1,
+        misbehaviour=Misbehaviour(delays={"tools/list": 0.45 * limit}),
+    )
+    host.add_http("slowpages", http_mock(paged))
     host.add_http("docs", http_mock(healthy()))
-    return host.start(**overrides)
+    return [(name, why) for name, (_k, _m, why) in slow.items()] + [
+        ("slowpages", "three pages each answered within the limit, together past it")
+    ]
 
 
 @pytest.mark.requirements("DISC-3")
-def test_stalling_server_is_skipped_after_the_connect_timeout(host, http_mock, timeouts):
+def test_connection_limit_covers_initialize_and_discovery(host, http_mock, stdio_mock, timeouts):
     """Each connection (initialize + discovery) is limited (10 s by default; scaled here); a
     server that does not answer in time is reported `MCP server NAME unavailable: REASON`
-    and skipped."""
-    running = _stalled_start(host, http_mock)
-    expect_unavailable(running, "stalled", "DISC-3", "initialize never answered")
-    expect_unavailable(running, "slowlist", "DISC-3", "tools/list never answered")
+    and skipped: a stalled initialize or tools/list, over HTTP and stdio, and requests that
+    each answer in time but together take longer than the limit."""
+    late = _slow_servers(host, http_mock, stdio_mock, timeouts.connect)
+    running = host.start()
+    for name, why in late:
+        expect_unavailable(running, name, "DISC-3", why)
     expect_available(running, "docs", "DISC-3", "healthy")
     limit = timeouts.connect + 1.5 * timeouts.scale
     check(
@@ -225,7 +253,7 @@ def test_stalling_server_is_skipped_after_the_connect_timeout(host, http_mock, t
 
 @pytest.mark.slow
 @pytest.mark.requirements("DISC-3")
-def test_default_connect_timeout_is_ten_seconds(host, http_mock, description):
+def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock, description):
     """Each connection (initialize + discovery) is limited to 10 s by default."""
     check(
         description.connect_timeout == 10.0,
@@ -233,41 +261,62 @@ def test_default_connect_timeout_is_ten_seconds(host, http_mock, description):
         expected="a default connect timeout of 10 s",
         actual=f"describe() says {description.connect_timeout} s",
     )
-    running = _stalled_start(host, http_mock, connect_timeout=description.connect_timeout)
-    expect_unavailable(running, "stalled", "DISC-3", "initialize never answered")
+    late = _slow_servers(host, http_mock, stdio_mock, 10.0)
+    running = host.start(connect_timeout=description.connect_timeout)
+    for name, why in late:
+        expect_unavailable(running, name, "DISC-3", why)
     check(
         9.0 <= running.elapsed < 15.0,
         ids="DISC-3",
-        expected="the stalled server given up on after about 10 s",
+        expected="the late servers given up on after about 10 s",
         actual=f"start took {running.elapsed:.2f}s",
     )
 
 
+# ---- DISC-4 ----------------------------------------------------------------------------------
+
+
 @pytest.mark.requirements("DISC-4")
-def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model):
-    """A failed server never stops chat or the other servers."""
+def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case):
+    """A failed server never stops chat or the other servers: offline, stalled, failing with
+    an HTTP server error, a missing command and a garbage-speaking stdio server beside a
+    healthy HTTP and a healthy stdio server, both still offered and callable."""
     docs = http_mock(healthy())
+    local = stdio_mock(healthy("local"))
     host.add_http("offline", docs, url=closed_port_url())
-    host.add_http("stalled", http_mock(stalling("stalled")))
-    host.add_stdio(
-        "garbage", stdio_mock(ServerSpec(name="garbage", misbehaviour=Misbehaviour(garbage=True)))
-    )
+    host.add_http("stalled", http_mock(misbehaving("stalled", stall=["initialize"])))
+    host.add_http("failing", http_mock(misbehaving("failing", reject_status=500)))
+    host.add_stdio("garbage", stdio_mock(misbehaving("garbage", garbage=True)))
+    missing = case.root / "no-such-dir" / "mcphc-missing-command"
+    host.add(StdioServer(name="missing", command=str(missing), args=("--serve",)))
     host.add_http("docs", docs)
+    host.add_stdio("local", local)
 
     running = host.start()
-    for name in ("offline", "stalled", "garbage"):
+    for name in ("offline", "stalled", "failing", "garbage", "missing"):
         expect_unavailable(running, name, "DISC-4", "broken")
-    expect_available(running, "docs", "DISC-4", "healthy")
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    turn = running.ask("use the docs", offer_rule="DISC-4")
-    calls = docs.journal.count("tools/call")
+    expect_available(running, "docs", "DISC-4", "healthy, HTTP")
+    expect_available(running, "local", "DISC-4", "healthy, stdio")
+    both = [
+        Step.call(server="docs", tool="query", arguments={}),
+        Step.call(server="local", tool="query", arguments={}),
+    ]
+    model.script([Step.calls(both), Step.text("done")])
+    turn = running.ask("use both", offer_rule="DISC-4")
+    calls = (docs.journal.count("tools/call"), local.journal.count("tools/call"))
     statuses = [c.status for c in turn.calls]
     check(
-        calls == 1 and statuses == ["completed"],
+        calls == (1, 1) and statuses == ["completed", "completed"],
         ids="DISC-4",
-        expected="the healthy server's tool offered and called (one completed call)",
-        actual=f"{calls} tools/call received; call statuses {statuses}; answer {turn.answer!r}",
+        expected="both healthy servers' tools offered and called (two completed calls)",
+        actual=(
+            f"tools/call received: docs {calls[0]}, local {calls[1]}; call statuses {statuses}; "
+            f"answer {turn.answer!r}"
+        ),
     )
+
+
+# ---- DISC-5 ----------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("DISC-5")
@@ -288,9 +337,10 @@ def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
 
     offered = [offered_tools_of(b, docs) for b in model_requests(model)]
     check(
-        all(o == ["query"] for o in offered),
+        len(offered) >= 4 and all(o == ["query"] for o in offered),
         ids="DISC-5",
-        expected="every model request offers the tools discovered at start (docs/query only)",
+        expected="every model request (four or more) offers the tools discovered at start "
+        "(docs/query only)",
         actual=f"offered per request: {offered}",
     )
     lists = docs.journal.count("tools/list")
@@ -302,135 +352,7 @@ def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
     )
 
 
-@pytest.mark.requirements("DISC-6")
-def test_at_most_sixteen_pages(host, http_mock):
-    """At most 16 pages of `tools/list`. A server that needs a 17th page is unavailable."""
-    host.add_http("pages16", http_mock(pages_spec(16)))
-    host.add_http("pages17", http_mock(pages_spec(17)))
-    running = host.start()
-    expect_available(running, "pages16", "DISC-6", "16 pages", tools=32)
-    expect_unavailable(running, "pages17", "DISC-6", "17 pages")
-
-
-@pytest.mark.requirements("DISC-7")
-def test_at_most_128_tools(host, http_mock):
-    """At most 128 tools per server; 129 makes the server unavailable."""
-    host.add_http("tools128", http_mock(many_tools_spec(128)))
-    host.add_http("tools129", http_mock(many_tools_spec(129)))
-    running = host.start()
-    expect_available(running, "tools128", "DISC-7", "128 tools", tools=128)
-    expect_unavailable(running, "tools129", "DISC-7", "129 tools")
-
-
-@pytest.mark.requirements("DISC-8")
-def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock):
-    """Each `inputSchema` must be a JSON object of at most 16 KiB; otherwise the server is
-    unavailable (size: UTF-8 length of the compact JSON; 15 KiB vs 17 KiB)."""
-    host.add_http("array", http_mock(bad_schema_spec([{"type": "object"}], "an array")))
-    host.add_http("string", http_mock(bad_schema_spec("object", "a string")))
-    host.add_http("missing", http_mock(bad_schema_spec(MISSING, "missing")))
-    host.add_http("kib15", http_mock(schema_spec(15 * KIB)))
-    host.add_http("kib17", http_mock(schema_spec(17 * KIB)))
-    running = host.start()
-    expect_available(running, "kib15", "DISC-8", "a 15 KiB schema", tools=2)
-    for name, why in (
-        ("array", "array schema"),
-        ("string", "string schema"),
-        ("missing", "no schema"),
-        ("kib17", "a 17 KiB schema"),
-    ):
-        expect_unavailable(running, name, "DISC-8", why)
-
-
-@pytest.mark.requirements("DISC-8")
-def test_schema_size_at_the_exact_boundary_is_reported(host, http_mock, record_property):
-    """INFO: how the client treats a schema of exactly 16 KiB and of 16 KiB + 1 byte."""
-    host.add_http("exact", http_mock(schema_spec(16 * KIB)))
-    host.add_http("over", http_mock(schema_spec(16 * KIB + 1)))
-    running = host.start()
-    for name in ("exact", "over"):
-        status = running.status(name)
-        record_property(f"schema_{name}_accepted", bool(status and status.connected))
-
-
-@pytest.mark.requirements("DISC-9")
-def test_tool_definitions_total_at_most_64_kib(host, http_mock):
-    """One server's tool definitions (names, descriptions, schemas) total at most 64 KiB; over
-    that the server is unavailable (63 KiB vs 65 KiB)."""
-    host.add_http("defs63", http_mock(definitions_spec(63 * KIB)))
-    host.add_http("defs65", http_mock(definitions_spec(65 * KIB)))
-    host.add_http("schemas65", http_mock(schema_bulk_spec(65 * KIB)))
-    running = host.start()
-    expect_available(running, "defs63", "DISC-9", "63 KiB of definitions")
-    expect_unavailable(running, "defs65", "DISC-9", "65 KiB of definitions")
-    expect_unavailable(
-        running, "schemas65", "DISC-9", "65 KiB of definitions, most of it in schemas"
-    )
-
-
-def schema_bulk_spec(total_bytes: int, count: int = 6) -> ServerSpec:
-    """Tools with one-word descriptions whose schemas (each well under DISC-8's 16 KiB)
-    carry the bulk of a `total_bytes` definitions total: the schemas count too."""
-    probe = [Tool(f"bulky_{i}", "Bulky.", input_schema=schema_of_size(100)) for i in range(count)]
-    missing = total_bytes - definitions_size(probe)
-    tools = [
-        Tool(
-            f"bulky_{i}",
-            "Bulky.",
-            input_schema=schema_of_size(100 + missing // count + (1 if i < missing % count else 0)),
-        )
-        for i in range(count)
-    ]
-    assert definitions_size(tools) == total_bytes
-    assert all(json_size(t.input_schema) < 15 * KIB for t in tools)
-    return ServerSpec(name="schemas", tools=tools)
-
-
-@pytest.mark.requirements("DISC-10")
-def test_over_limit_server_tools_never_reach_the_model(host, http_mock, model):
-    """A server that breaks any discovery limit is registered not at all: none of its tools
-    reaches the model."""
-    breakers = {
-        "pages17": pages_spec(17),
-        "tools129": many_tools_spec(129),
-        "kib17": schema_spec(17 * KIB),
-        "defs65": definitions_spec(65 * KIB),
-        "array": bad_schema_spec([], "an array"),
-    }
-    breaking = {name: http_mock(spec) for name, spec in breakers.items()}
-    for name, mock in breaking.items():
-        host.add_http(name, mock)
-    docs = http_mock(healthy())
-    host.add_http("docs", docs)
-    running = host.start()
-    model.script([Step.text("hi")])
-    running.ask("hello")
-
-    bodies = model_requests(model)
-    check(
-        bool(bodies),
-        ids="DISC-10",
-        expected="the question sent to the model",
-        actual="no model request",
-    )
-    body = bodies[-1]
-    leaked = sorted(
-        f"{name}/{tool}" for name, mock in breaking.items() for tool in offered_tools_of(body, mock)
-    )
-    check(
-        not leaked,
-        ids="DISC-10",
-        expected=(
-            "no tool of an over-limit server offered to the model (their ordinary tools included)"
-        ),
-        actual=f"offered: {leaked}",
-    )
-    check(
-        offered_function(body, docs, "query") is not None,
-        ids="DISC-10",
-        expected="the healthy server's tool still offered",
-        actual=f"offered functions: {[f.get('name') for f, _ in offered_functions(body)]}",
-    )
+# ---- DISC-11 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("DISC-11")

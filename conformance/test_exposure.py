@@ -1,21 +1,31 @@
 """EXP: what the model receives.
 
 Strategy: everything here is read from the mock model's journal, the request bodies the
-client actually sent. A tool is found by its `[MCP server S, tool T]` label (EXP-4), so the
-naming rules (EXP-1, EXP-2) are checked against the names the client chose for known
-(server, tool) pairs. Names are a property over all inputs, so EXP-2 also runs on
-hypothesis-generated tool names, one client start per example, kept to a few examples.
+client actually sent. A tool is found by its mock's marker, so the naming and labelling
+rules (EXP-1, EXP-2, EXP-4) are checked against the names and labels the client chose for
+known (server, tool) pairs. Names are checked at their bounds (a plain name of exactly 64
+characters is kept, 65 is not), against every guessed replacement a host could make
+instead of a hash suffix (disallowed characters replaced by `_` or `-`, dropped,
+transliterated, lower-cased, cut, with a counter), with the pattern matched whole (a `$`
+lets a trailing newline through), on hypothesis-generated names (derandomized, with the
+boundary examples tried on every run), and across a restarted host process
+(`harness.fresh_process`): a name hashed with a per-process hash changes there. Schemas
+are compared as JSON values, types included (`false` is not `0`, a 2^53 + 1 integer is not
+a float). EXP-5's built-in tools are those the host offers with no MCP server at all; a
+host with none cannot show the rule, which is then reported not observable, never passed.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.harness.fresh_process import restarted
 from mcp_host_conformance.harness.observe import (
     builtin_tools,
     mcp_functions,
@@ -23,11 +33,13 @@ from mcp_host_conformance.harness.observe import (
     offered_for,
     offered_function,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check, not_observable
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")  # always fullmatch: `$` accepts "x\n"
+DISALLOWED = re.compile(r"[^A-Za-z0-9_-]")
+COUNTED = re.compile(r"(.*?)[_-]?\d{1,2}")  # a name made unique with a small counter
 
 
 def spec(name: str, tools: list[Tool]) -> ServerSpec:
@@ -39,6 +51,10 @@ def tool(name: str, description: str = "", schema: Any = None) -> Tool:
     if schema is not None:
         kwargs["input_schema"] = schema
     return Tool(name, description or f"The {name} tool.", **kwargs)
+
+
+def is_valid(name: str) -> bool:
+    return NAME_PATTERN.fullmatch(name) is not None
 
 
 def offered_after_start(host, model, ids: str) -> dict[str, Any]:
@@ -69,21 +85,43 @@ def names_offered(
     return found
 
 
-def naive_replacement(server: str, name: str) -> str:
-    """The guessed replacement EXP-2 forbids: bad characters swapped for `_`, cut at 64."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", f"mcp_{server}_{name}")[:64]
+def guesses(server: str, name: str) -> set[str]:
+    """The replacements EXP-2 forbids for an awkward `mcp_<server>_<tool>`: disallowed
+    characters replaced by `_` or `-` or dropped, before or after transliteration (é -> e),
+    lower-cased or not, cut at 64."""
+    raw = f"mcp_{server}_{name}"
+    transliterated = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode()
+    found = set()
+    for base in (raw, transliterated):
+        for replacement in ("_", "-", ""):
+            guess = DISALLOWED.sub(replacement, base)
+            found.update({guess[:64], guess.lower()[:64]})
+    return found
+
+
+def guessed(offered: str, server: str, name: str) -> bool:
+    """Whether `offered` is a guess, or a guess (cut to make room) with a small counter."""
+    candidates = guesses(server, name)
+    if offered in candidates:
+        return True
+    counted = COUNTED.fullmatch(offered)
+    stem = counted.group(1) if counted else None
+    return bool(stem) and any(
+        g.startswith(stem) and len(stem) >= len(g) - 6 for g in candidates if stem
+    )
 
 
 def check_all_names(body: dict[str, Any]) -> None:
     names = [str(t.get("name")) for t in mcp_functions(body)]
-    bad = [n for n in names if not NAME_PATTERN.match(n) or not n.startswith("mcp_")]
+    bad = [n for n in names if not is_valid(n) or not n.startswith("mcp_")]
     check(
         not bad,
         ids="EXP-2",
         expected=(
-            "every offered MCP function name matches ^[A-Za-z0-9_-]{1,64}$ and starts with mcp_"
+            "every offered MCP function name matches ^[A-Za-z0-9_-]{1,64}$ (whole, no trailing "
+            "newline) and starts with mcp_"
         ),
-        actual=f"names breaking it: {bad}",
+        actual=f"names breaking it: {bad!r}",
     )
     every = [
         str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict) and "name" in t
@@ -97,12 +135,35 @@ def check_all_names(body: dict[str, Any]) -> None:
     )
 
 
+def check_hashed_not_guessed(names: dict[tuple[str, str], str | None]) -> None:
+    found = {
+        f"{s}/{t!r}": n
+        for (s, t), n in names.items()
+        if n is not None and not is_valid(f"mcp_{s}_{t}") and guessed(n, s, t)
+    }
+    check(
+        not found,
+        ids="EXP-2",
+        expected=(
+            "names with disallowed characters or over 64 long get a hash suffix, not a guessed "
+            "replacement (characters replaced, dropped or transliterated, the name cut, a counter)"
+        ),
+        actual=f"guessed replacements: {found}",
+    )
+
+
+# ---- EXP-1 -----------------------------------------------------------------------------------
+
+AT_64 = "t" * 55  # mcp_docs_ + 55 = 64 characters: valid, kept
+
+
 @pytest.mark.requirements("EXP-1")
 def test_valid_names_are_mcp_server_tool(host, http_mock, model):
     """Each discovered tool is offered as a function named `mcp_<server>_<tool>` whenever
-    that string matches `^[A-Za-z0-9_-]{1,64}$` and is unique in the request."""
-    pairs = [("docs", "query"), ("docs", "read-file"), ("Repo-2", "List_Items")]
-    host.add_http("docs", http_mock(spec("docs", [tool("query"), tool("read-file")])))
+    that string matches `^[A-Za-z0-9_-]{1,64}$` and is unique in the request (also at
+    exactly 64 characters)."""
+    pairs = [("docs", "query"), ("docs", "read-file"), ("docs", AT_64), ("Repo-2", "List_Items")]
+    host.add_http("docs", http_mock(spec("docs", [tool("query"), tool("read-file"), tool(AT_64)])))
     host.add_http("Repo-2", http_mock(spec("Repo-2", [tool("List_Items")])))
     body = offered_after_start(host, model, "EXP-1")
     found = names_offered(model, body, pairs)
@@ -115,14 +176,28 @@ def test_valid_names_are_mcp_server_tool(host, http_mock, model):
     )
 
 
-AWKWARD = ["read.file", "héllo", "a b", "x" * 70, "query", "dup:1", "dup;1"]
+# ---- EXP-2 -----------------------------------------------------------------------------------
+
+AWKWARD = [
+    "read.file",
+    "héllo",
+    "a b",
+    "x" * 70,
+    "t" * 56,  # mcp_docs_ + 56 = 65 characters
+    "query",
+    "dup:1",
+    "dup;1",
+    "Quer.y",
+    "query\n",
+]
 
 
 @pytest.mark.requirements("EXP-2")
-def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
+def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model, pytestconfig):
     """Otherwise (disallowed characters, longer than 64, or a collision) the name gets a short
     hash suffix instead of a guessed replacement; every offered name matches the pattern, is
-    unique, starts with `mcp_`, and is the same on every start with the same configuration."""
+    unique, starts with `mcp_`, and is the same on every start with the same configuration:
+    a second start, and a start in a new host process."""
     host.add_http("docs", http_mock(spec("docs", [tool(n) for n in AWKWARD])))
     host.add_http("a_b", http_mock(spec("a_b", [tool("c")])))
     host.add_http("a", http_mock(spec("a", [tool("b_c")])))
@@ -130,29 +205,18 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
 
     first = offered_after_start(host, model, "EXP-2")
     second = offered_after_start(host, model, "EXP-2")
+    with restarted(host, pytestconfig) as fresh:
+        third = offered_after_start(fresh, model, "EXP-2")
     check_all_names(first)
     names = names_offered(model, first, pairs)
-    missing = [f"{s}/{t}" for (s, t), n in names.items() if n is None]
+    missing = [f"{s}/{t!r}" for (s, t), n in names.items() if n is None]
     check(
         not missing,
         ids="EXP-2",
         expected="every discovered tool offered",
         actual=f"not offered: {missing}",
     )
-    guessed = {
-        f"{s}/{t}": n
-        for (s, t), n in names.items()
-        if not NAME_PATTERN.match(f"mcp_{s}_{t}") and n == naive_replacement(s, t)
-    }
-    check(
-        not guessed,
-        ids="EXP-2",
-        expected=(
-            "names with disallowed characters or over 64 long get a hash suffix, "
-            "not a guessed replacement"
-        ),
-        actual=f"guessed replacements: {guessed}",
-    )
+    check_hashed_not_guessed(names)
     clash = (names[("a_b", "c")], names[("a", "b_c")])
     check(
         clash[0] != clash[1] and all(n != "mcp_a_b_c" for n in clash),
@@ -163,22 +227,23 @@ def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model):
         ),
         actual=f"names {clash}",
     )
-    again = names_offered(model, second, pairs)
-    changed = {
-        f"{s}/{t}": (names[(s, t)], again[(s, t)])
-        for s, t in pairs
-        if names[(s, t)] != again[(s, t)]
-    }
-    check(
-        not changed,
-        ids="EXP-2",
-        expected="the same names on a second start",
-        actual=f"changed: {changed}",
-    )
+    for body, when in ((second, "a second start"), (third, "a start in a new host process")):
+        again = names_offered(model, body, pairs)
+        changed = {
+            f"{s}/{t!r}": (names[(s, t)], again[(s, t)])
+            for s, t in pairs
+            if names[(s, t)] != again[(s, t)]
+        }
+        check(
+            not changed,
+            ids="EXP-2",
+            expected=f"the same names on {when}",
+            actual=f"changed: {changed}",
+        )
 
 
 tool_names = st.lists(
-    st.text(alphabet=st.sampled_from("abcXYZ019_-.: /é"), min_size=1, max_size=70),
+    st.text(alphabet=st.sampled_from("abcXYZ019_-.: /é\n"), min_size=1, max_size=70),
     min_size=1,
     max_size=4,
     unique=True,
@@ -191,14 +256,20 @@ tool_names = st.lists(
 @settings(
     max_examples=8,
     deadline=None,
+    derandomize=True,
     database=None,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(names=tool_names)
+@example(names=["n" * 56, "m" * 57])  # mcp_gen_ + 56 = 64 (kept), + 57 = 65 (hashed)
+@example(names=["a.b", "a b", "a_b", "a-b"])  # guesses that collide with each other
+@example(names=["query\n", "query"])  # a trailing newline: `$` would accept it
+@example(names=["é" * 20, "e" * 20, "x" * 55 + "."])  # transliteration; 64 with a bad one
 def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
     """Every offered name matches `^[A-Za-z0-9_-]{1,64}$`, is unique, starts with `mcp_`; a
-    name that is already valid and unique is kept as `mcp_<server>_<tool>` (EXP-1)."""
+    name with a disallowed character or over 64 characters gets a hash suffix, not a guess;
+    a name that is already valid and unique is kept as `mcp_<server>_<tool>` (EXP-1)."""
     server = "gen"
     mock = http_mock(spec(server, [tool(n) for n in names]))
     if server in host.servers:
@@ -214,10 +285,11 @@ def test_generated_names_are_valid_and_unique(host, http_mock, model, names):
         expected="every generated tool offered",
         actual=f"not offered: {missing!r}",
     )
+    check_hashed_not_guessed(found)
     kept = {
         n: e
         for (_, n), e in found.items()
-        if NAME_PATTERN.match(f"mcp_{server}_{n}") and e != f"mcp_{server}_{n}"
+        if is_valid(f"mcp_{server}_{n}") and e != f"mcp_{server}_{n}"
     }
     check(
         not kept,
@@ -264,6 +336,8 @@ def test_a_generated_name_taken_by_a_plain_one_stays_unique(host, http_mock, mod
         crafted.append(taken)
 
 
+# ---- EXP-3 -----------------------------------------------------------------------------------
+
 SCHEMAS = {
     "plain": {
         "type": "object",
@@ -283,7 +357,40 @@ SCHEMAS = {
         "additionalProperties": False,
         "x-vendor": {"é": [1, 2.5, None, True]},
     },
+    "keywords": {  # what "compatibility" clean-ups of schemas remove or rewrite
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "when": {
+                "type": "string",
+                "format": "date-time",
+                "default": "2025-01-01T00:00:00Z",
+                "examples": ["2025-01-01T00:00:00Z"],
+            },
+            "mode": {"oneOf": [{"const": "fast"}, {"const": "slow"}]},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$", "minLength": 3},
+            "big": {"type": "integer", "maximum": 9007199254740993},  # 2^53 + 1
+            "ratio": {"type": "number", "multipleOf": 0.1},
+            "flag": {"type": "boolean", "default": False},
+            "count": {"type": "integer", "default": 0},
+            "ünï": {"type": "string", "description": "çlé 📎"},
+        },
+        "required": ["when"],
+    },
 }
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality with types: `false` is not `0`, `1` is not `"1"`; numbers by value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
 
 
 @pytest.mark.requirements("EXP-3")
@@ -297,7 +404,7 @@ def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
         served = docs.spec.tool(name).definition()["inputSchema"]  # as served (marker included)
         offered = offered_function(body, docs, name) or {}
         check(
-            offered.get("parameters") == served,
+            same_json(offered.get("parameters"), served),
             ids="EXP-3",
             expected=f"parameters of docs/{name} equal to its inputSchema {served}",
             actual=f"parameters {offered.get('parameters')}",
@@ -310,67 +417,121 @@ def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
         )
 
 
+# ---- EXP-4 -----------------------------------------------------------------------------------
+
+LONG_TEXT = "Löng désçription of a tool, with € and 📎 in it. " * 60  # ~2,900 characters
+
+
 @pytest.mark.requirements("EXP-4")
-def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, model):
+def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, stdio_mock, model):
     """The description starts with `[MCP server SERVER, tool TOOL]`, contains the server's
     description text, and a note that arguments go to that server and that results are
-    untrusted external data (the note contains the word `untrusted`)."""
-    text = "Searches the documentation index for a phrase."
-    host.add_http("docs", http_mock(spec("docs", [tool("query", text)])))
+    untrusted external data (the note contains the word `untrusted`): for every tool, with
+    the server's own tool name (not the exposed one) and its whole description, however
+    long."""
+    texts = {
+        ("docs", "query"): "Searches the documentation index for a phrase.",
+        ("docs", "read.file"): "Reads a file; its name needs a hash suffix.",
+        ("docs", "long"): LONG_TEXT.strip(),
+        ("local", "run"): "Runs a local command.",
+    }
+    host.add_http(
+        "docs",
+        http_mock(spec("docs", [tool(t, text) for (s, t), text in texts.items() if s == "docs"])),
+    )
+    host.add_stdio("local", stdio_mock(spec("local", [tool("run", texts[("local", "run")])])))
     body = offered_after_start(host, model, "EXP-4")
-    offered = offered_for(body, model, "docs", "query") or {}
-    description = str(offered.get("description", ""))
+    problems = []
+    for (server, name), text in texts.items():
+        offered = offered_for(body, model, server, name)
+        if offered is None:
+            problems.append(f"{server}/{name}: not offered")
+            continue
+        description = str(offered.get("description", ""))
+        label = f"[MCP server {server}, tool {name}]"
+        if not description.startswith(label):
+            problems.append(f"{server}/{name}: starts {description[:80]!r}, not {label!r}")
+        if text not in description:
+            problems.append(
+                f"{server}/{name}: the server's description ({len(text)} characters) is not in "
+                f"it whole ({len(description)} characters offered)"
+            )
+        if "untrusted" not in description.lower():
+            problems.append(f"{server}/{name}: no note with the word 'untrusted'")
     check(
-        description.startswith("[MCP server docs, tool query]"),
+        not problems,
         ids="EXP-4",
-        expected="a function whose description starts with [MCP server docs, tool query]",
-        actual=f"the function for docs/query has the description {description[:120]!r}"
-        if offered
-        else "no function offered for docs/query",
+        expected=(
+            "each description: the label with the server's own tool name, the server's whole "
+            "text, and the note with 'untrusted'"
+        ),
+        actual="; ".join(problems),
     )
-    check(
-        text in description and "untrusted" in description.lower(),
-        ids="EXP-4",
-        expected="the server's description text and a note with the word 'untrusted'",
-        actual=f"description {description!r}",
-    )
+
+
+# ---- EXP-5 -----------------------------------------------------------------------------------
+
+
+def builtin_names(body: dict[str, Any]) -> list[str]:
+    return sorted(str(t.get("name") or t.get("type")) for t in builtin_tools(body))
 
 
 @pytest.mark.requirements("EXP-5")
-def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, model):
+def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, stdio_mock, model):
     """MCP tools are offered beside the client's built-in tools in every model request of
-    a session."""
+    a session: the built-ins the host offers with no MCP server, and every MCP tool, in each
+    request of three turns (a call's result, a denied call, a question after them)."""
+    alone = builtin_names(offered_after_start(host, model, "EXP-5"))
+    if not alone:
+        not_observable(
+            "the host offers no built-in tools (with no MCP server configured), so whether MCP "
+            "tools are offered beside them cannot be seen"
+        )
     docs = http_mock(spec("docs", [tool("query")]))
+    local = stdio_mock(spec("local", [tool("run")]))
     host.add_http("docs", docs)
+    host.add_stdio("local", local)
+    before = len(model_requests(model))
     running = host.start()
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("one")])
+    both = [Step.call(server="docs", tool="query"), Step.call(server="local", tool="run")]
+    model.script([Step.calls(both), Step.text("one")])
     running.ask("first")
-    model.script([Step.text("two")])
-    running.ask("second")
+    model.script([Step.call(server="docs", tool="query"), Step.text("two")])
+    running.ask("second", approve="n")
+    model.script([Step.text("three")])
+    running.ask("third")
 
-    bodies = model_requests(model)
+    bodies = model_requests(model)[before:]
     check(
-        len(bodies) >= 3,
+        len(bodies) >= 5,
         ids="EXP-5",
-        expected="three model requests (call, result, second question)",
+        expected="five model requests (call, results, call, denied result, third question)",
         actual=f"{len(bodies)}",
     )
-    without = [i for i, b in enumerate(bodies) if offered_function(b, docs, "query") is None]
+    without = [
+        f"request {i + 1}: {name}"
+        for i, b in enumerate(bodies)
+        for name, mock, t in (("docs/query", docs, "query"), ("local/run", local, "run"))
+        if offered_function(b, mock, t) is None
+    ]
     check(
         not without,
         ids="EXP-5",
-        expected="docs/query offered in every request",
-        actual=f"missing in requests {without}",
+        expected="every MCP tool offered in every request of the session",
+        actual=f"missing: {without}",
     )
-    builtins = [
-        sorted(str(t.get("name") or t.get("type")) for t in builtin_tools(b)) for b in bodies
-    ]
+    builtins = [builtin_names(b) for b in bodies]
     check(
-        all(b == builtins[0] for b in builtins),
+        all(b == alone for b in builtins),
         ids="EXP-5",
-        expected="the same built-in tools beside the MCP tools in every request",
+        expected=(
+            f"the host's built-in tools {alone} (as offered with no MCP server) in every request"
+        ),
         actual=f"built-in tools per request: {builtins}",
     )
+
+
+# ---- EXP-6 -----------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("EXP-6")

@@ -40,6 +40,7 @@ class Plan:
     flood_stderr: int = 0  # stdio: bytes written to stderr before answering
     tools_after: tuple[Tool, ...] | None = None  # serve these afterwards; send list_changed
     counts_as_call: bool = False  # an answered tools/call (change_tools_after_call counts)
+    barrier: str | None = None  # wait at this barrier (mocks.barrier) before anything else
     events: tuple[dict[str, Any], ...] = ()  # journal events, each {"event": name, ...}
 
     @property
@@ -79,6 +80,9 @@ def decide(
         reply = _rpc.padded_message(reply, bad.oversize_bytes, bad.oversize_fill)
         events.append({"event": "oversized", "method": method, "bytes": bad.oversize_bytes})
     fields: dict[str, Any] = {"delay": float(bad.delays.get(method, 0.0))}
+    if method == "initialize" and bad.barrier:
+        fields["barrier"] = bad.barrier
+        events.append({"event": "barrier-wait", "address": bad.barrier})
     if method == "tools/call":
         fields["counts_as_call"] = True
         fields["flood_stderr"] = bad.stderr_flood

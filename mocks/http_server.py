@@ -25,7 +25,7 @@ import struct
 import uuid
 from typing import Any
 
-from mcp_host_conformance.mocks import _rpc
+from mcp_host_conformance.mocks import _rpc, barrier
 from mcp_host_conformance.mocks._http import (
     ChunkedBody,
     HttpLimits,
@@ -457,10 +457,12 @@ class HttpMock:
         return keep
 
     async def _wait(self, plan: Plan, conn: Connection) -> bool:
-        """Carry out a plan's delay or stall; False if it stalls (the client has gone)."""
+        """Carry out a plan's barrier, delay or stall; False if it stalls (the client has gone)."""
         if plan.stall:
             await _until_client_leaves(conn.reader)
             return False
+        if plan.barrier:
+            await barrier.arrive(plan.barrier, self.spec.name)
         if plan.delay:
             await asyncio.sleep(plan.delay)
         return True

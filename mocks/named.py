@@ -105,30 +105,42 @@ def pages_spec(n_pages: int, page_size: int = 2) -> ServerSpec:
     )
 
 
-def many_tools_spec(n: int) -> ServerSpec:
-    """A server with `n` small tools in one page."""
+def many_tools_spec(n: int, page_size: int | None = None) -> ServerSpec:
+    """A server with `n` small tools, in one page or in pages of `page_size`."""
     tools = [Tool(f"tool_{i:03d}", f"Tool number {i}.") for i in range(n)]
-    return ServerSpec(name=f"tools-{n}", description=f"{n} tools", tools=tools)
+    return ServerSpec(name=f"tools-{n}", description=f"{n} tools", tools=tools, page_size=page_size)
 
 
-def schema_of_size(n_bytes: int) -> dict[str, Any]:
+def _filler(n_bytes: int, fill: str) -> str:
+    """Text of exactly `n_bytes` UTF-8 bytes: as many `fill` characters as fit, then "s"s
+    (a multi-byte `fill` makes bytes and characters differ: "€" is 3 bytes, 1 character)."""
+    width = len(fill.encode("utf-8"))
+    return fill * (n_bytes // width) + "s" * (n_bytes % width)
+
+
+def schema_of_size(n_bytes: int, fill: str = "s") -> dict[str, Any]:
     """An object schema whose compact JSON, as served (a running mock adds its marker to the
-    schema's description), is exactly `n_bytes` long (n_bytes >= 100)."""
+    schema's description), is exactly `n_bytes` UTF-8 bytes long (n_bytes >= 100); its bulk
+    is `fill` characters (a multi-byte one makes its length in characters much smaller)."""
     schema: dict[str, Any] = {"type": "object", "properties": {}, "title": ""}
     missing = n_bytes - json_size(marked_schema(schema, _SOME_MARKER))
     if missing < 0:
         raise ValueError(f"a schema cannot be as small as {n_bytes} bytes")
-    schema["title"] = "s" * missing
+    schema["title"] = _filler(missing, fill)
     return schema
 
 
-def schema_spec(n_bytes: int) -> ServerSpec:
-    """One tool whose inputSchema is `n_bytes` long, beside an ordinary tool."""
+def schema_spec(n_bytes: int, fill: str = "s") -> ServerSpec:
+    """One tool whose inputSchema is `n_bytes` long (bulk of `fill`), beside an ordinary tool."""
     return ServerSpec(
         name=f"schema-{n_bytes}",
         description=f"an inputSchema of {n_bytes} bytes",
         tools=[
-            Tool("sized", f"Its schema is {n_bytes} bytes.", input_schema=schema_of_size(n_bytes)),
+            Tool(
+                "sized",
+                f"Its schema is {n_bytes} bytes.",
+                input_schema=schema_of_size(n_bytes, fill),
+            ),
             _good_tool(),
         ],
     )
@@ -142,8 +154,9 @@ def bad_schema_spec(schema: Any, label: str) -> ServerSpec:
     )
 
 
-def definitions_spec(total_bytes: int, per_tool: int = 8 * KIB) -> ServerSpec:
-    """Medium tools (each schema well under 16 KiB) whose definitions total `total_bytes`."""
+def definitions_spec(total_bytes: int, per_tool: int = 8 * KIB, fill: str = "d") -> ServerSpec:
+    """Medium tools (each schema well under 16 KiB) whose definitions total `total_bytes`
+    UTF-8 bytes, their bulk in descriptions made of `fill` characters."""
     count = max(1, -(-total_bytes // per_tool))
     tools = [
         Tool(f"medium_{i:02d}", "", input_schema={"type": "object", "properties": {}})
@@ -156,7 +169,7 @@ def definitions_spec(total_bytes: int, per_tool: int = 8 * KIB) -> ServerSpec:
         raise ValueError(f"{count} tools cannot total as little as {total_bytes} bytes")
     for i, tool in enumerate(tools):
         share = missing // count + (1 if i < missing % count else 0)
-        tool.description += "d" * share
+        tool.description += _filler(share, fill)
     assert definitions_size(tools) == total_bytes
     return ServerSpec(
         name=f"defs-{total_bytes}",

@@ -245,6 +245,10 @@ class Misbehaviour:
       SSE even when `response_mode` is "json".
     - poll_tools: the tools whose calls poll (empty: every tool).
     - poll_retry_ms: the `retry` field of the priming events, in milliseconds.
+    - barrier: "127.0.0.1:PORT" of a `mocks.barrier.Barrier`: `initialize` is answered only
+      once the barrier has seen an `initialize` at each of its parties (the spec's `name`
+      tells the parties apart), so a host that connects to servers one after the other is
+      never answered by the first (DISC-2). An unreachable barrier holds nothing.
 
     Transports: `drop_call` on stdio: "stall" never answers, "close" and "reset" end the
     process (its stdout closes) after reading the call. `garbage` on HTTP answers with a
@@ -280,6 +284,7 @@ class Misbehaviour:
     poll_call: str | None = None
     poll_tools: list[str] = field(default_factory=list)
     poll_retry_ms: int = 100
+    barrier: str | None = None
 
 
 @dataclass
@@ -411,6 +416,11 @@ def _header_value(value: Any, where: str) -> str:
     if not isinstance(value, str) or re.search(r"[^\t\x20-\x7e\xa0-\xff]", value):
         raise _fail(where, "header text (no control characters, Latin-1)", value)
     return value
+def _barrier_address(value: Any, where: str) -> str:
+    host, sep, port = _string(value, where).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise _fail(where, "a barrier address HOST:PORT", value)
+    return str(value)
 
 
 def _rpc_error(value: Any, where: str) -> dict[str, Any]:
@@ -485,6 +495,7 @@ CHECKS: dict[type, dict[str, Check]] = {
         "poll_call": _optional(_one_of(*POLL_MODES)),
         "poll_tools": _strings,
         "poll_retry_ms": _integer(0, 3_600_000),
+        "barrier": _optional(_barrier_address),
     },
     ServerSpec: {
         "name": _string,

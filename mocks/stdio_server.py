@@ -61,7 +61,7 @@ def _make_mocks_importable() -> None:
 
 _make_mocks_importable()
 
-from mcp_host_conformance.mocks import _rpc  # noqa: E402
+from mcp_host_conformance.mocks import _rpc, barrier  # noqa: E402
 from mcp_host_conformance.mocks.behaviour import GARBAGE, Behaviour, Plan  # noqa: E402
 from mcp_host_conformance.mocks.journal import Entry, FileJournal, rpc_entry  # noqa: E402
 from mcp_host_conformance.mocks.json_input import (  # noqa: E402
@@ -211,12 +211,22 @@ class StdioServer:
         if plan.drop:  # "close" or "reset": a stdio server's connection is its process
             self.event("exit", reason=f"call-dropped-{plan.drop}")
             os._exit(0)
-        if plan.delay:
+        if plan.barrier:  # waits on a thread of its own: the reader goes on reading
+            waiter = threading.Thread(target=self.deliver_after_barrier, args=(plan,), daemon=True)
+            waiter.start()
+        elif plan.delay:
             timer = threading.Timer(plan.delay, self.deliver, args=(plan,))
             timer.daemon = True
             timer.start()
         else:
             self.deliver(plan)
+
+    def deliver_after_barrier(self, plan: Plan) -> None:
+        assert plan.barrier is not None
+        barrier.arrive_blocking(plan.barrier, self.spec.name)
+        if plan.delay:
+            threading.Event().wait(plan.delay)  # on this thread only: the plan's delay
+        self.deliver(plan)
 
     def deliver(self, plan: Plan) -> None:
         if plan.flood_stderr:

@@ -22,6 +22,7 @@ from mcp_host_conformance.zoo import (
     retry,
     sessions,
     stdio,
+    turn,
 )
 from mcp_host_conformance.zoo.client import BrokenAdapter, BrokenClient, by_name
 
@@ -40,6 +41,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *stdio.CLIENTS,
         *sessions.CLIENTS,
         *hostile_text.CLIENTS,
+        *turn.CLIENTS,
     ]
 )
 

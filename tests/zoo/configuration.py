@@ -109,12 +109,196 @@ def _remove_keeps(original):
     return remove
 
 
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _project_config_as_fallback(original):
+    def init(self, servers, **options):
+        if not servers:  # "no servers of your own: use the project's"
+            servers = _project_servers(Path(options["cwd"]))
+        original(self, servers, **options)
+
+    return init
+
+
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.remove")
+def _remove_loosens_mode(original):
+    def remove(self, name):
+        removed = original(self, name)
+        if removed and self.path.exists():
+            os.chmod(self.path, 0o644)  # rewritten through a path that forgets the mode
+        return removed
+
+    return remove
+
+
+_SECRET_LOOKING = ("auth", "key", "token", "secret", "password", "cookie")
+
+
+def _destination_with_harmless_values(server) -> str:
+    from mcp_host_conformance.reference_client.config import HttpServerConfig, destination
+
+    values = server.headers if isinstance(server, HttpServerConfig) else server.env
+    shown = ", ".join(
+        f"{k}={'****' if any(w in k.lower() for w in _SECRET_LOOKING) else v}"
+        for k, v in values.items()
+    )
+    return f"{destination(server)} ({shown})" if shown else destination(server)
+
+
+@replaced("mcp_host_conformance.reference_client.server_commands.list_servers")
+def _list_unmasked_harmless_names(original):
+    from unittest import mock
+
+    from mcp_host_conformance.reference_client import server_commands
+
+    def list_(environ, stdout):
+        with (
+            mock.patch.object(server_commands, "destination", _destination_with_harmless_values),
+            mock.patch.object(server_commands, "Redactor", _NoRedaction),
+        ):
+            return original(environ, stdout)
+
+    return list_
+
+
+_removed_in_memory: dict[str, set[str]] = {}
+
+
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.remove")
+def _remove_in_memory(original):
+    del original
+
+    def remove(self, name):
+        if not any(server.name == name for server in self.load()):
+            return False
+        _removed_in_memory.setdefault(str(self.path), set()).add(name)  # saved "later"
+        return True
+
+    return remove
+
+
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.load")
+def _load_minus_removed(original):
+    def load(self):
+        gone = _removed_in_memory.get(str(self.path), set())
+        return [server for server in original(self) if server.name not in gone]
+
+    return load
+
+
+@replaced("mcp_host_conformance.reference_client.config.ConfigStore.add")
+def _add_saves_pending_removal(original):
+    from mcp_host_conformance.reference_client.config import ConfigStore
+
+    def add(self, server):
+        gone = _removed_in_memory.get(str(self.path), set())
+        if server.name in gone:  # the next write saves the pending removal first
+            gone.discard(server.name)
+            kept = [s for s in ConfigStore.load(self) if s.name != server.name]
+            self.save(kept)
+        return original(self, server)
+
+    return add
+
+
+_WRITE_FILE = {
+    "type": "function",
+    "name": "write_file",
+    "description": "Write a text file. The path is relative to the working directory.",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+    "strict": False,
+}
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.DEFINITIONS")
+def _with_write_file(original):
+    return [*original, _WRITE_FILE]
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.NAMES")
+def _named_write_file(original):
+    return (*original, "write_file")
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.run")
+def _run_write_file(original):
+    from mcp_host_conformance.reference_client import results
+
+    def run(name, cwd, arguments):
+        if name != "write_file":
+            return original(name, cwd, arguments)
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        content = arguments.get("content") if isinstance(arguments, dict) else None
+        if not isinstance(path, str) or not isinstance(content, str):
+            return results.Outcome(results.FAILED, "write_file needs path and content.")
+        target = (Path(cwd) / path).resolve()  # not confined: absolute and ../ paths go anywhere
+        if not target.parent.is_dir():
+            return results.Outcome(results.FAILED, f"No directory for {path}.")
+        target.write_text(content)
+        return results.Outcome(results.COMPLETED, f"Wrote {len(content)} characters to {path}.")
+
+    return run
+
+
+_ADD_SERVER = {
+    "type": "function",
+    "name": "add_mcp_server",
+    "description": "Add a remote MCP server to the configuration.",
+    "parameters": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "url": {"type": "string"}},
+        "required": ["name", "url"],
+    },
+    "strict": False,
+}
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.DEFINITIONS")
+def _with_add_server(original):
+    return [*original, _ADD_SERVER]
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.NAMES")
+def _named_add_server(original):
+    return (*original, "add_mcp_server")
+
+
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _engine_knows_environ(original):
+    def init(self, servers, **options):
+        original(self, servers, **options)
+        self.conversation.zoo_environ = self.environ
+
+    return init
+
+
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
+def _run_add_server(original):
+    from mcp_host_conformance.reference_client import config, results
+
+    async def run_call(self, call, report):
+        if call["name"] != "add_mcp_server":
+            return await original(self, call, report)
+        try:
+            arguments = json.loads(call["arguments"])
+            server = config.HttpServerConfig(str(arguments["name"]), str(arguments["url"]), {})
+            config.ConfigStore(self.zoo_environ).add(server)  # no confirmation: "it is config"
+        except (ValueError, KeyError, TypeError, config.ConfigError) as exc:
+            return results.Outcome(results.FAILED, f"Not added: {type(exc).__name__}.")
+        return results.Outcome(results.COMPLETED, f"Added the MCP server {server.name}.")
+
+    return run_call
+
+
 CLIENTS = [
     BrokenClient(
         "connects-on-add",
         "`mcp add` connects to the new server and lists its tools to verify it.",
-        # DISC-1, DISC-2, DISC-5: the servers' journals hold the extra connection made at add
-        {"CFG-1", "DISC-1", "DISC-2", "DISC-5"},
+        # DISC-1, DISC-5: the servers' journals hold the extra connection made at add
+        {"CFG-1", "DISC-1", "DISC-5"},
         (_connect_on_add,),
         target="CFG-1",
     ),
@@ -145,5 +329,41 @@ CLIENTS = [
         {"CFG-5", "EXP-2", "SESS-2", "SESS-4"},
         (_remove_keeps,),
         target="CFG-5",
+    ),
+    BrokenClient(
+        "project-config-when-home-empty",
+        "Loads the servers of a project's `.mcp.json` when HOME configures none.",
+        {"CFG-2"},
+        (_project_config_as_fallback,),
+    ),
+    BrokenClient(
+        "remove-loosens-config-mode",
+        "`mcp remove` rewrites the configuration file with mode 0644.",
+        {"CFG-3"},
+        (_remove_loosens_mode,),
+    ),
+    BrokenClient(
+        "masks-secret-looking-names-only",
+        "`mcp list` shows header and variable values, masking only secret-looking names.",
+        {"CFG-4"},
+        (_list_unmasked_harmless_names,),
+    ),
+    BrokenClient(
+        "remove-kept-in-memory",
+        "`mcp remove` drops the server in memory; the file keeps it until the next write.",
+        {"CFG-5"},
+        (_remove_in_memory, _load_minus_removed, _add_saves_pending_removal),
+    ),
+    BrokenClient(
+        "write-file-builtin-unconfined",
+        "Has a built-in write_file tool that writes anywhere, without a confirmation.",
+        {"CFG-6"},
+        (_with_write_file, _named_write_file, _run_write_file),
+    ),
+    BrokenClient(
+        "model-can-add-servers",
+        "Has a built-in add_mcp_server tool the model calls without a confirmation.",
+        {"CFG-6"},
+        (_with_add_server, _named_add_server, _engine_knows_environ, _run_add_server),
     ),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 from contextvars import ContextVar
 
@@ -128,6 +129,187 @@ def _unavailable_but_registered(original):
     return connect_server
 
 
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
+def _reconnect_each_question(original):
+    async def ask(self, question):
+        # "Make sure the session is fresh": initialize again before every question.
+        for server in self.discovery.servers.values():
+            try:
+                await server.session.initialize()
+            except Exception:  # noqa: BLE001 - a failed refresh keeps the old session
+                pass
+        return await original(self, question)
+
+    return ask
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def _stdio_one_at_a_time(original):
+    from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
+
+    async def connect_server(server, transport, **options):
+        if not isinstance(transport, StdioTransport):
+            return await original(server, transport, **options)
+        lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:  # local processes are started one after the other
+            return await original(server, transport, **options)
+
+    return connect_server
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def _timeout_per_request(original):
+    async def connect_server(server, transport, *, timeout, redactor):
+        request = transport.request
+
+        async def bounded_request(message):
+            return await asyncio.wait_for(request(message), timeout)
+
+        transport.request = bounded_request  # each request gets the whole limit
+        return await original(server, transport, timeout=1000 * timeout, redactor=redactor)
+
+    return connect_server
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _drop_all_on_server_error(original):
+    from mcp_host_conformance.reference_client import builtins, discovery
+
+    async def discover(servers, **options):
+        found = await original(servers, **options)
+        if any("(HTTP 5" in (status.reason or "") for status in found.statuses):
+            # The HTTP library's status error escaped the per-server guard: discovery as a
+            # whole failed, and chat went on without any MCP server.
+            for name in list(found.servers):
+                await found.servers.pop(name).session.close()
+            found.statuses = [
+                discovery.unavailable_line(s.name, s.destination, "discovery failed")
+                for s in found.statuses
+            ]
+            found.offered = discovery.offer([], options.get("reserved", builtins.NAMES))
+        return found
+
+    return discover
+
+
+@replaced("mcp_host_conformance.reference_client.rpc.check_tools_page")
+def _tools_limit_per_page(original):
+    from mcp_host_conformance.reference_client.transports import ProtocolError
+
+    def check_tools_page(result):
+        tools, cursor = original(result)
+        if len(tools) > 128:
+            raise ProtocolError(f"a tools/list page holds {len(tools)} tools; the limit is 128")
+        return tools, cursor
+
+    return check_tools_page
+
+
+def _one_budget_for_all_servers(original, measure, limit: int, what: str):
+    """`discover`, with one budget of `limit` (tools, bytes) for all servers together: a
+    server that takes the total past it is reported unavailable."""
+    from mcp_host_conformance.reference_client import builtins, discovery
+
+    async def discover(servers, **options):
+        found = await original(servers, **options)
+        total = 0
+        for i, status in enumerate(found.statuses):
+            server = found.servers.get(status.name) if status.connected else None
+            if server is None:
+                continue
+            total += measure(server.tools)
+            if total > limit:
+                await found.servers.pop(status.name).session.close()
+                found.statuses[i] = discovery.unavailable_line(
+                    status.name, status.destination, f"over the limit of {what}"
+                )
+        found.offered = discovery.offer(
+            found.servers.values(), options.get("reserved", builtins.NAMES)
+        )
+        return found
+
+    return discover
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _tools_limit_across_servers(original):
+    return _one_budget_for_all_servers(original, len, 128, "128 tools")
+
+
+def _definitions_bytes(tools) -> int:
+    from mcp_host_conformance.reference_client import limits
+
+    keys = ("name", "description", "inputSchema")
+    return sum(limits.json_size({k: t[k] for k in keys if k in t}) for t in tools)
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _definitions_limit_across_servers(original):
+    return _one_budget_for_all_servers(original, _definitions_bytes, 64 * 1024, "64 KiB")
+
+
+def _compact(value, ensure_ascii):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=ensure_ascii, allow_nan=False)
+
+
+@replaced("mcp_host_conformance.reference_client.limits.json_size")
+def _size_in_characters(original):
+    del original
+    return lambda value: len(_compact(value, ensure_ascii=False))  # characters, not bytes
+
+
+@replaced("mcp_host_conformance.reference_client.limits.json_size")
+def _size_escaped(original):
+    del original
+    return lambda value: len(_compact(value, ensure_ascii=True).encode())  # json.dumps' default
+
+
+@replaced("mcp_host_conformance.reference_client.limits.json_size")
+def _size_without_names(original):
+    def json_size(value):
+        if isinstance(value, dict) and "name" in value and "inputSchema" in value:
+            value = {k: v for k, v in value.items() if k != "name"}  # only the "content"
+        return original(value)
+
+    return json_size
+
+
+@replaced("mcp_host_conformance.reference_client.limits.check_tools")
+def _null_schema_is_empty(original):
+    def check_tools(tools):
+        for tool in tools if isinstance(tools, list) else []:
+            if isinstance(tool, dict) and "inputSchema" in tool and tool["inputSchema"] is None:
+                tool["inputSchema"] = {"type": "object"}  # `schema or {"type": "object"}`
+        return original(tools)
+
+    return check_tools
+
+
+@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def _no_limits_for_stdio(original):
+    from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
+
+    async def connect_server(server, transport, **options):
+        token = _skip_limits.set(isinstance(transport, StdioTransport))
+        try:
+            return await original(server, transport, **options)
+        finally:
+            _skip_limits.reset(token)
+
+    return connect_server
+
+
+_skip_limits: ContextVar[bool] = ContextVar("zoo_skip_limits", default=False)
+
+
+@replaced("mcp_host_conformance.reference_client.limits.check_tools")
+def _limits_unless_skipped(original):
+    def check_tools(tools):
+        return None if _skip_limits.get() else original(tools)
+
+    return check_tools
+
+
 CLIENTS = [
     BrokenClient(
         "nonstandard-status-line",
@@ -158,8 +340,9 @@ CLIENTS = [
     BrokenClient(
         "relists-tools-each-turn",
         "Lists every server's tools again before each question and offers what it finds.",
-        {"DISC-5"},
+        {"DISC-1", "DISC-5"},  # DISC-1: tools are listed once per start, not per question
         (_relist_each_turn,),
+        target="DISC-5",
     ),
     BrokenClient(
         "reads-17-pages",
@@ -194,5 +377,82 @@ CLIENTS = [
         "Reports a server over a discovery limit unavailable, but still offers its tools.",
         {"DISC-10"},
         (_remember_reason, _unavailable_but_registered),
+    ),
+    BrokenClient(
+        "reconnects-each-question",
+        "Sends initialize to every server again before each question.",
+        {"DISC-1"},
+        (_reconnect_each_question,),
+    ),
+    BrokenClient(
+        "connects-stdio-in-series",
+        "Connects HTTP servers in parallel but starts stdio servers one after the other.",
+        {"DISC-2"},
+        (_stdio_one_at_a_time,),
+    ),
+    BrokenClient(
+        "timeout-per-request",
+        "Applies the connect timeout to each discovery request, not to the whole connection.",
+        {"DISC-3"},
+        (_timeout_per_request,),
+    ),
+    BrokenClient(
+        "drops-all-servers-on-5xx",
+        "A server answering an HTTP 5xx at connect makes the whole discovery fail.",
+        {"DISC-4"},
+        (_drop_all_on_server_error,),
+    ),
+    BrokenClient(
+        "counts-tools-per-page",
+        "Limits each tools/list page to 128 tools, not the server's whole list.",
+        {"DISC-7"},
+        (
+            constant("mcp_host_conformance.reference_client.limits.MAX_TOOLS", 1 << 30),
+            _tools_limit_per_page,
+        ),
+    ),
+    BrokenClient(
+        "limits-tools-across-servers",
+        "Counts the 128-tool limit over all servers together.",
+        {"DISC-7"},
+        (_tools_limit_across_servers,),
+    ),
+    BrokenClient(
+        "limits-definitions-across-servers",
+        "Counts the 64 KiB definitions limit over all servers together.",
+        {"DISC-9"},
+        (_definitions_limit_across_servers,),
+    ),
+    BrokenClient(
+        "measures-json-in-characters",
+        "Measures schema and definition sizes in characters, not UTF-8 bytes.",
+        {"DISC-8", "DISC-9"},
+        (_size_in_characters,),
+        target="DISC-8",
+    ),
+    BrokenClient(
+        "measures-escaped-json",
+        "Measures sizes on ASCII-escaped JSON (json.dumps' default: 6 bytes a non-ASCII char).",
+        {"DISC-8", "DISC-9"},
+        (_size_escaped,),
+        target="DISC-8",
+    ),
+    BrokenClient(
+        "defaults-null-schema",
+        "Treats an inputSchema of null as an empty object schema.",
+        {"DISC-8"},
+        (_null_schema_is_empty,),
+    ),
+    BrokenClient(
+        "definitions-without-names",
+        "Leaves tool names out of the 64 KiB definitions total.",
+        {"DISC-9"},
+        (_size_without_names,),
+    ),
+    BrokenClient(
+        "no-limits-for-stdio",
+        "Checks the discovery limits for HTTP servers only, never for stdio servers.",
+        {"DISC-10"},
+        (_no_limits_for_stdio, _limits_unless_skipped),
     ),
 ]

@@ -58,6 +58,93 @@ def _builtins_only_at_first(original):
     return respond
 
 
+@replaced("mcp_host_conformance.reference_client.naming.is_valid_name")
+def _hash_at_64(original):
+    return lambda name: original(name) and len(name) < 64  # off by one at the bound
+
+
+@replaced("mcp_host_conformance.reference_client.naming.is_valid_name")
+def _dollar_pattern(original):
+    from mcp_host_conformance.reference_client import naming
+
+    del original
+    return lambda name: naming.NAME_PATTERN.match(name) is not None  # `$` accepts "x\n"
+
+
+@replaced("mcp_host_conformance.reference_client.naming.hashed_name")
+def _stripped_name(original):
+    from mcp_host_conformance.reference_client import naming
+
+    def hashed_name(server, tool, attempt):
+        plain = naming.plain_name(server, tool)
+        if not naming.DISALLOWED.search(plain):
+            return original(server, tool, attempt)  # too long or a clash: hashed
+        # Another "safe" guess for bad characters: drop them; a clash gets a counter.
+        guess = naming.DISALLOWED.sub("", plain)[: naming.MAX_LENGTH]
+        return guess if attempt == 0 else f"{guess[: naming.MAX_LENGTH - 3]}_{attempt + 1}"
+
+    return hashed_name
+
+
+@replaced("mcp_host_conformance.reference_client.naming.hashed_name")
+def _process_hash(original):
+    from mcp_host_conformance.reference_client import naming
+
+    del original
+
+    def hashed_name(server, tool, attempt):
+        # Python's hash() of a string differs from one process to the next (PYTHONHASHSEED).
+        digest = f"{hash((server, tool, attempt)) & 0xFFFFFFFF:08x}"
+        prefix = naming.DISALLOWED.sub("_", naming.plain_name(server, tool))
+        return f"{prefix[: naming.MAX_LENGTH - 9]}_{digest}"
+
+    return hashed_name
+
+
+_UNSUPPORTED = ("$schema", "format", "default", "examples")
+
+
+def _cleaned(schema):
+    if isinstance(schema, dict):
+        return {k: _cleaned(v) for k, v in schema.items() if k not in _UNSUPPORTED}
+    if isinstance(schema, list):
+        return [_cleaned(v) for v in schema]
+    return schema
+
+
+@replaced("mcp_host_conformance.reference_client.offering.function_tool")
+def _clean_schema(original):
+    def function_tool(server, tool, exposed_name):
+        offered = original(server, tool, exposed_name)
+        offered["parameters"] = _cleaned(offered["parameters"])  # "for API compatibility"
+        return offered
+
+    return function_tool
+
+
+@replaced("mcp_host_conformance.reference_client.offering.function_tool")
+def _cut_description(original):
+    def function_tool(server, tool, exposed_name):
+        text = tool.get("description")
+        if isinstance(text, str) and len(text) > 1024:
+            tool = {**tool, "description": text[:1024]}
+        return original(server, tool, exposed_name)
+
+    return function_tool
+
+
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.offer")
+def _builtins_only_without_mcp(original):
+    from mcp_host_conformance.reference_client import builtins
+
+    def offer(self, discovery):
+        original(self, discovery)
+        if discovery.offered:  # "MCP tools replace the built-in ones"
+            self.tools = [t for t in self.tools if t.get("name") not in builtins.NAMES]
+
+    return offer
+
+
 CLIENTS = [
     BrokenClient(
         "lowercases-server-name",
@@ -88,5 +175,47 @@ CLIENTS = [
         "Stops offering its built-in tools once a tool output is in the conversation.",
         {"EXP-5"},
         (_builtins_only_at_first,),
+    ),
+    BrokenClient(
+        "hashes-names-of-64",
+        "Hash-suffixes a valid name of exactly 64 characters (the length bound off by one).",
+        {"EXP-1", "EXP-2"},  # EXP-2: the generated-names case also checks valid names are kept
+        (_hash_at_64,),
+    ),
+    BrokenClient(
+        "pattern-allows-trailing-newline",
+        "Checks names with re.match and `$`, so a tool name ending in a newline is kept.",
+        {"EXP-2"},
+        (_dollar_pattern,),
+    ),
+    BrokenClient(
+        "strips-disallowed-characters",
+        "Drops disallowed characters (a counter on a clash) instead of adding a hash suffix.",
+        {"EXP-2"},
+        (_stripped_name,),
+    ),
+    BrokenClient(
+        "hashes-with-builtin-hash",
+        "Makes the hash suffix with Python's hash(), which changes from process to process.",
+        {"EXP-2"},
+        (_process_hash,),
+    ),
+    BrokenClient(
+        "cleans-schema-keywords",
+        "Removes $schema, format, default and examples from input schemas.",
+        {"EXP-3"},
+        (_clean_schema,),
+    ),
+    BrokenClient(
+        "cuts-long-descriptions",
+        "Cuts a server's tool description to 1,024 characters.",
+        {"EXP-4"},
+        (_cut_description,),
+    ),
+    BrokenClient(
+        "drops-builtins-with-mcp-tools",
+        "Offers its built-in tools only when no MCP tool is registered.",
+        {"EXP-5"},
+        (_builtins_only_without_mcp,),
     ),
 ]

@@ -1,0 +1,82 @@
+"""Broken clients for TURN: limits inside one turn (`no-call-limit` is in retry.py)."""
+
+from __future__ import annotations
+
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+
+_TURN_RULES = "mcp_host_conformance.reference_client.turn_rules"
+
+
+@replaced(f"{_TURN_RULES}.TurnRules.request_call")
+def _limit_per_reply(original):
+    from mcp_host_conformance.reference_client import turn_rules
+
+    del original
+
+    def request_call(self):
+        # The limit is looked at once per model reply: a reply that starts under it runs
+        # all its calls.
+        if not getattr(self, "zoo_reply_open", False):
+            self.zoo_reply_open = True
+            self.zoo_reply_runs = (
+                not self.finishing and self.calls_run < turn_rules.MAX_CALLS_PER_TURN
+            )
+        if not self.zoo_reply_runs:
+            return "refuse"
+        self.calls_run += 1
+        return "run"
+
+    return request_call
+
+
+@replaced(f"{_TURN_RULES}.TurnRules.after_outputs")
+def _reply_done(original):
+    def after_outputs(self):
+        self.zoo_reply_open = False
+        return original(self)
+
+    return after_outputs
+
+
+@replaced(f"{_TURN_RULES}.TurnRules.start_turn")
+def _count_per_session(original):
+    del original
+
+    def start_turn(self):
+        self.finishing = False  # the call count is never reset: one budget per session
+
+    return start_turn
+
+
+@replaced(f"{_TURN_RULES}.TurnRules.after_outputs")
+def _never_finish(original):
+    del original
+    return lambda self: "continue"  # refuses calls past the limit, but asks the model again
+
+
+CLIENTS = [
+    BrokenClient(
+        "limit-checked-per-reply",
+        "Checks the call limit once per model reply: a reply started under it runs whole.",
+        {"TURN-1"},
+        (_limit_per_reply, _reply_done),
+    ),
+    BrokenClient(
+        "limit-per-session",
+        "Never resets the count of tool calls: 16 per session, not per turn.",
+        {"TURN-1"},
+        (_count_per_session,),
+    ),
+    BrokenClient(
+        "keeps-asking-after-limit",
+        "Refuses calls past the limit but keeps asking the model, so the turn never ends.",
+        {"TURN-1"},
+        (_never_finish,),
+    ),
+    BrokenClient(
+        "stops-at-15-calls",
+        "Allows 15 tool calls per turn instead of 16.",
+        {"TURN-1"},
+        (constant(f"{_TURN_RULES}.MAX_CALLS_PER_TURN", 15),),
+    ),
+]
