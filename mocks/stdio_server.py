@@ -142,7 +142,10 @@ class StdioServer:
                 os._exit(0)
 
     def send(self, message: dict[str, Any]) -> None:
-        self.send_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        # Raw UTF-8, as real servers write it (not \u escapes): a client that decodes its
+        # lines with another charset is seen (RES-1 over stdio).
+        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        self.send_raw(line.encode("utf-8", "surrogatepass") + b"\n")
 
     def flood(self, when: str, total: int) -> None:
         left = total

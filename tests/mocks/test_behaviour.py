@@ -153,3 +153,19 @@ def test_fuzz_classify_any_decoded_message(message):
         assert problem["error"]["code"] == _rpc.INVALID_REQUEST
         assert problem["id"] is None or isinstance(problem["id"], str | int)
         json.dumps(problem)
+
+
+def test_garbage_at_one_method_only():
+    got = plan(call(), garbage_at="tools/call")
+    assert got.garbage and got.answers
+    assert not plan({"jsonrpc": "2.0", "id": 1, "method": "ping"}, garbage_at="tools/call").garbage
+
+
+def test_call_http_status_keeps_the_reply_for_stdio():
+    got = plan(call(), call_http_status=502)
+    assert got.http_status == 502 and got.reply == _rpc.answer(spec(), call())
+    assert {"event": "call-http-status", "status": 502} in got.events
+    assert (
+        plan({"jsonrpc": "2.0", "id": 1, "method": "ping"}, call_http_status=502).http_status
+        is None
+    )
