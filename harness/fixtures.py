@@ -14,6 +14,7 @@ protocols of `mcp_host_conformance.harness.mock_contract`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ from mcp_host_conformance.harness.canaries import REGISTRY, Secrets
 from mcp_host_conformance.harness.client_under_test import (
     client_adapter,
     client_description,
+    fresh_process_adapter,
     timeout_scale,
 )
 from mcp_host_conformance.harness.hostrun import Host, Timeouts
@@ -59,6 +61,7 @@ __all__ = [  # what the plugin registers: the fixtures (and the Case type they s
     "model",
     "network",
     "project",
+    "restarted_host",
     "secrets",
     "stdio_mock",
     "timeouts",
@@ -249,6 +252,23 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
     )
     case.hosts.append(owner)
     return owner
+
+
+@pytest.fixture
+def restarted_host(pytestconfig: pytest.Config, case: Case, host: Host) -> Callable[[], Host]:
+    """Factory: `restarted_host()` is `host` (same HOME, project, model and records of what
+    the user saw) driven by the client under test in a new process of its own, for rules
+    that must hold across a restarted host process. The process ends with the case, after
+    its sessions are stopped."""
+
+    def restart() -> Host:
+        fresh = fresh_process_adapter(pytestconfig)
+        case.mocks.append(fresh)  # closed after every host's runs are stopped
+        again = dataclasses.replace(host, adapter=fresh)
+        case.hosts.append(again)
+        return again
+
+    return restart
 
 
 @pytest.fixture
