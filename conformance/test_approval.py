@@ -50,10 +50,10 @@ WARNING_SENT = re.compile(
 )
 WARNING_CONTROL = re.compile(
     r"\b(cannot|can't|can ?not|does not|doesn't|do not|don't|is not able to|isn't able to|"
-    r"unable to|not able to|has no way to|have no way to)\s+(\w+\s+){0,2}"
+    r"unable to|not able to|has no way to|have no way to)\s+([\w'’-]+\s+){0,2}"
     r"(control|govern|restrict|limit|influence)\b"
-    r"|\bno\s+(\w+\s+)?(control|say)\b"
-    r"|\b(beyond|outside|out of)\s+(\w+\s+){0,3}control\b",
+    r"|\bno\s+([\w'’-]+\s+)?(control|say)\b"
+    r"|\b(beyond|outside|out of)\s+([\w'’-]+\s+){0,3}control\b",
     re.IGNORECASE,
 )
 # Pretty-printed: a line break, then indentation, then something (as `json.dumps(indent=2)`).
@@ -109,7 +109,8 @@ def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts)
     early: list[str] = []
 
     def approve(confirmation) -> str:
-        n = 2 if re.search(r'"n"\s*:\s*2', confirmation.arguments) else 1
+        shown, _pretty = shown_json(confirmation.arguments)
+        n = 2 if isinstance(shown, dict) and shown.get("n") == 2 else 1
         if calls_with(docs.journal, "n", n):
             early.append(f"call n={n} reached the server before its confirmation was answered")
         elif n == 2:
@@ -500,9 +501,27 @@ BOUNDARY = [
 _ALPHABET = '0123456789 xyzqXYZQ-_/:#é€中😀"\\\n\t'
 
 
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unquoted(shown: str) -> str:
+    """The pretty JSON the shown text stands for: the text as is, or, in the seed's quoted
+    form (a JSON string, cut or not), its content with the string's escapes undone."""
+    if not shown.startswith('"'):
+        return shown
+
+    def undo(m: re.Match[str]) -> str:
+        e = m.group(1)
+        return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED.get(e, e)
+
+    return _ESCAPE.sub(undo, shown[1:])
+
+
 def cut_problems(name: str, arguments: dict, shown: str, cut: bool) -> list[str]:
-    """What is wrong with the arguments text shown for `arguments` (APR-5)."""
-    size = len(shown.encode("utf-8"))
+    """What is wrong with the arguments text shown for `arguments` (APR-5); sizes are those
+    of the pretty JSON shown, the quoted form's escapes undone."""
+    size = len(unquoted(shown).encode("utf-8", "surrogatepass"))
     full = pretty_size(arguments)
     value, _pretty = shown_json(shown)
     if not cut:
