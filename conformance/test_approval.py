@@ -593,7 +593,7 @@ def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model
     # Derandomized (the same examples every run) and without shrinking: every example costs
     # a turn, and the first failing one says enough.
     @settings(
-        max_examples=6,
+        max_examples=4,
         deadline=None,
         database=None,
         derandomize=True,

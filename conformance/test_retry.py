@@ -68,6 +68,13 @@ def serve(http_mock, stdio_mock, host, name: str, transport: str, **bad: Any):
     return mock
 
 
+def quick_timeout(timeouts) -> float:
+    """The call timeout of the cases here: a quarter of the usual one. Every call in them
+    is meant to end `unknown`, and any call that took longer than this would end `unknown`
+    all the same, so a slow machine changes no verdict; a timeout costs less."""
+    return timeouts.call / 4
+
+
 def model_posts(model) -> int:
     return len(model_requests(model))
 
@@ -109,7 +116,7 @@ def test_uncertain_call_is_never_sent_twice(
     }
     for name, variant in POLLED:
         mocks[name] = serve(http_mock, stdio_mock, host, name, "sse", poll_call=variant)
-    running = host.start()
+    running = host.start(call_timeout=quick_timeout(timeouts))
     model.script([Step.calls([create(name) for name in mocks]), Step.text("first answer")])
     turn = running.ask("create tickets everywhere", approve="y")
 
@@ -170,14 +177,14 @@ ACK_CAUSES = ["closed", "timeout", "stdio-exits", "oversized", "status-502"]
 
 
 @pytest.mark.requirements("RETRY-2")
-def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, model):
+def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: after a lost connection, a timeout, a
     stdio server that exited, an oversized answer and a 5xx status."""
     causes = [c for c in CAUSES if c[0] in ACK_CAUSES]
     for name, transport, bad, _rid in causes:
         serve(http_mock, stdio_mock, host, name, transport, **bad)
-    running = host.start()
+    running = host.start(call_timeout=quick_timeout(timeouts))
     problems = []
     for name, _transport, _bad, rid in causes:
         ask_unknown(running, model, name, rid)

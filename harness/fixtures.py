@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [  # what the plugin registers: the fixtures (and the Case type they share)
     "Case",
+    "_second_process",
     "adapter",
     "case",
     "description",
@@ -254,17 +255,32 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
     return owner
 
 
+@pytest.fixture(scope="session")
+def _second_process(pytestconfig: pytest.Config) -> Iterator[list[Adapter]]:
+    """The client under test in a second process of its own, started when a case first
+    restarts the host and kept for the run (one spawn per worker, not per case: what
+    matters is that it is not the process that wrote the session)."""
+    started: list[Adapter] = []
+    yield started
+    for adapter in started:
+        close = getattr(adapter, "close", None)
+        if callable(close):
+            close()
+
+
 @pytest.fixture
-def restarted_host(pytestconfig: pytest.Config, case: Case, host: Host) -> Callable[[], Host]:
+def restarted_host(
+    pytestconfig: pytest.Config, case: Case, host: Host, _second_process: list[Adapter]
+) -> Callable[[], Host]:
     """Factory: `restarted_host()` is `host` (same HOME, project, model and records of what
-    the user saw) driven by the client under test in a new process of its own, for rules
-    that must hold across a restarted host process. The process ends with the case, after
-    its sessions are stopped."""
+    the user saw) driven by the client under test in another process of its own, for rules
+    that must hold across a restarted host process (a session reopened, a call never
+    resent). Its sessions are stopped with the case."""
 
     def restart() -> Host:
-        fresh = fresh_process_adapter(pytestconfig)
-        case.mocks.append(fresh)  # closed after every host's runs are stopped
-        again = dataclasses.replace(host, adapter=fresh)
+        if not _second_process:
+            _second_process.append(fresh_process_adapter(pytestconfig))
+        again = dataclasses.replace(host, adapter=_second_process[0])
         case.hosts.append(again)
         return again
 
