@@ -16,10 +16,7 @@ including a driver's own call and handshake bounds.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,13 +26,7 @@ from mcp_host_conformance.harness.adapter import Adapter, Description
 from mcp_host_conformance.harness.driver_wire import WireError, decode, encode
 from mcp_host_conformance.harness.hostrun import bounded
 from mcp_host_conformance.harness.items import option
-from mcp_host_conformance.harness.loader import (
-    CLIENT_CMD_ENV,
-    CLIENT_ENV,
-    DEFAULT_CLIENT,
-    LoadError,
-    load_adapter,
-)
+from mcp_host_conformance.harness.loader import LoadError, load_adapter
 from mcp_host_conformance.harness.safe_text import visible
 
 __all__ = [
@@ -47,7 +38,6 @@ __all__ = [
     "close_client",
     "described",
     "description_for_workers",
-    "fresh_process_adapter",
     "one_line",
     "prepare",
     "timeout_scale",
@@ -188,30 +178,3 @@ def close_client(config: pytest.Config) -> None:
             close()
         except Exception:  # noqa: BLE001 - the run is over; the process is killed at exit anyway
             pass
-
-
-# A Python adapter in a process of its own: this process's import path first (a client
-# named module:attr from a project's own tests must load there too), then the driver side.
-_SERVE_IN_NEW_PROCESS: Final = (
-    "import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
-    "from mcp_host_conformance.harness.driver_server import main; "
-    "sys.exit(main(['--client', sys.argv[1]]))"
-)
-
-
-def fresh_process_adapter(config: pytest.Config) -> Adapter:
-    """The client under test once more, in a new process of its own: a restarted host, for
-    the rules that must hold across a process boundary (a session reopened, an uncertain
-    call never resent). A driver command is started again; a Python adapter (`--client`) is
-    served by `driver_server` in a new Python process. The caller closes it."""
-    from mcp_host_conformance.harness.driver import DriverAdapter
-
-    client_cmd = option(config, "client_cmd", None)
-    client = option(config, "client", None)
-    if not client and not client_cmd:
-        client_cmd = os.environ.get(CLIENT_CMD_ENV) or None
-        client = None if client_cmd else (os.environ.get(CLIENT_ENV) or DEFAULT_CLIENT)
-    if not client_cmd:
-        paths = json.dumps([p for p in sys.path if p])
-        client_cmd = shlex.join([sys.executable, "-c", _SERVE_IN_NEW_PROCESS, str(client), paths])
-    return DriverAdapter(client_cmd, timeout_scale=timeout_scale(config))

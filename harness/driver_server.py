@@ -45,7 +45,7 @@ from mcp_host_conformance.harness.jsonrpc import (
     Request,
 )
 
-__all__ = ["MAX_ASKS", "HarnessError", "main", "serve"]
+__all__ = ["MAX_ASKS", "HarnessError", "serve"]
 
 MAX_ASKS: Final = 16  # turns in flight at once
 
@@ -244,30 +244,3 @@ def serve(
         # that end before the interpreter finalizes stdin under it.
         peer.join_reader(5.0)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m mcp_host_conformance.harness.driver_server [--client SPEC]`: serve the
-    Python adapter SPEC (`module:attr` or an installed name, as `--client` takes; default
-    the reference client) as a driver, on this process's stdin and stdout. The harness runs
-    a Python host in a process of its own this way when a case restarts it."""
-    import argparse
-
-    from mcp_host_conformance.harness.loader import DEFAULT_CLIENT, LoadError, load_adapter
-
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_host_conformance.harness.driver_server",
-        description="Serve a Python adapter over the driver protocol (stdin/stdout).",
-    )
-    parser.add_argument("--client", default=DEFAULT_CLIENT, help="module:attr or a name")
-    args = parser.parse_args(argv)
-    try:
-        adapter = load_adapter(args.client)
-    except LoadError as exc:
-        print(f"driver_server: {exc}", file=sys.stderr)
-        return 4
-    return serve(adapter)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -30,7 +30,6 @@ from mcp_host_conformance.harness.canaries import REGISTRY, Secrets
 from mcp_host_conformance.harness.client_under_test import (
     client_adapter,
     client_description,
-    fresh_process_adapter,
     timeout_scale,
 )
 from mcp_host_conformance.harness.hostrun import Host, Timeouts
@@ -257,9 +256,10 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
 
 @pytest.fixture(scope="session")
 def _second_process(pytestconfig: pytest.Config) -> Iterator[list[Adapter]]:
-    """The client under test in a second process of its own, started when a case first
-    restarts the host and kept for the run (one spawn per worker, not per case: what
-    matters is that it is not the process that wrote the session)."""
+    """The client under test in a second process of its own
+    (`mcp_host_conformance.harness.fresh_process`), started when a case first restarts the
+    host and kept for the run: one spawn per worker, not per case, since what matters is
+    that it is not the process that wrote the session."""
     started: list[Adapter] = []
     yield started
     for adapter in started:
@@ -273,13 +273,19 @@ def restarted_host(
     pytestconfig: pytest.Config, case: Case, host: Host, _second_process: list[Adapter]
 ) -> Callable[[], Host]:
     """Factory: `restarted_host()` is `host` (same HOME, project, model and records of what
-    the user saw) driven by the client under test in another process of its own, for rules
-    that must hold across a restarted host process (a session reopened, a call never
-    resent). Its sessions are stopped with the case."""
+    the user saw) driven by the client under test in another process of its own (as
+    `fresh_process.restarted` makes one, shared by the cases of this worker), for rules
+    that must hold across a restarted host process: a session reopened, a call never
+    resent. Its sessions are stopped with the case."""
 
     def restart() -> Host:
         if not _second_process:
-            _second_process.append(fresh_process_adapter(pytestconfig))
+            from mcp_host_conformance.harness.driver import DriverAdapter
+            from mcp_host_conformance.harness.fresh_process import fresh_process_command
+
+            command = fresh_process_command(pytestconfig)
+            scale = timeout_scale(pytestconfig)
+            _second_process.append(DriverAdapter(command, timeout_scale=scale))
         again = dataclasses.replace(host, adapter=_second_process[0])
         case.hosts.append(again)
         return again

@@ -121,13 +121,15 @@ CLIENTS = [
     BrokenClient(
         "replays-calls-on-resume",
         "Calls the recorded MCP calls again when a session is reopened.",
-        {"SESS-2"},
+        {"RETRY-1", "SESS-2"},  # RETRY-1: its restarted host reopens calls that ended unknown
         (_replay_on_resume,),
     ),
     BrokenClient(
         "forgets-history-on-resume",
         "Reopens a session but sends none of its earlier items to the model.",
-        {"SESS-2", "SESS-3", "SESS-4"},  # SESS-2/4 cases also check the reopened history is sent
+        # SESS-2/4 cases also check the reopened history is sent; RETRY-2's reopened session
+        # no longer holds the unknown call that needs an acknowledgement
+        {"RETRY-2", "SESS-2", "SESS-3", "SESS-4"},
         (_forget_history,),
         target="SESS-3",
     ),
@@ -153,7 +155,9 @@ CLIENTS = [
         "session-cache-in-memory",
         "Saves sessions without call ids and reopens them from an in-memory copy when it "
         "has one: fine in the same process, lost in a new one.",
-        {"SESS-3", "SESS-4"},  # their reopened requests lack the earlier call (a new process)
+        # their reopened requests lack the earlier call (a new process); RETRY-2's reopened
+        # session lost the unknown output that needs an acknowledgement
+        {"RETRY-2", "SESS-3", "SESS-4"},
         (_lossy_append, _open_from_memory),
         target="SESS-3",
     ),
