@@ -23,6 +23,7 @@ from mcp_host_conformance.harness.observe import (
     model_requests,
     output_text,
     shows_status,
+    stays_quiet,
 )
 from mcp_host_conformance.harness.outcomes import check
 from mcp_host_conformance.mocks.journal import JournalTimeout
@@ -38,15 +39,41 @@ CUT_MARKER = re.compile(
     r"cut|truncat|omit|elided|shortened|abridged|clipped|more bytes|remaining|\.\.\.|…|\[\+",
     re.IGNORECASE,
 )
-# The warning: the arguments go to this server, and the client cannot control what it does.
+# The warning: the arguments go to this server, and the client cannot control what it does
+# with them. Matched on meaning: any wording that says both passes, one that says only one
+# of them fails.
 WARNING_SENT = re.compile(
-    r"\b(sent|go|goes|passed|transmitted|shared)\b.*\bserver\b", re.IGNORECASE | re.DOTALL
+    r"\b(sent|send|sends|go|goes|going|passed|transmitted|shared|forwarded|delivered|handed)"
+    r"\b.{0,80}?\bserver\b"
+    r"|\bserver\b.{0,40}?\b(receives?|will receive|gets|will get|sees|will see)\b",
+    re.IGNORECASE | re.DOTALL,
 )
 WARNING_CONTROL = re.compile(
-    r"(cannot|can't|can ?not|does not|doesn't|has no|no)\s+(\w+\s+)?"
-    r"(control|way to control|say over)",
+    r"\b(cannot|can't|can ?not|does not|doesn't|do not|don't|is not able to|isn't able to|"
+    r"unable to|not able to|has no way to|have no way to)\s+([\w'’-]+\s+){0,2}"
+    r"(control|govern|restrict|limit|influence)\b"
+    r"|\bno\s+([\w'’-]+\s+)?(control|say)\b"
+    r"|\b(beyond|outside|out of)\s+([\w'’-]+\s+){0,3}control\b",
     re.IGNORECASE,
 )
+# Pretty-printed: a line break, then indentation, then something (as `json.dumps(indent=2)`).
+PRETTY = re.compile(r"\n[ \t]+\S")
+
+
+def shown_json(arguments: str) -> tuple[object, bool]:
+    """The JSON value the shown arguments text stands for, and whether it is pretty-printed:
+    the text as is, or the seed's quoted form of it (a JSON string whose content is the
+    pretty JSON, `"{\\n  \\"query\\": ...}"`). (None, False) if it is neither."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None, False
+    if isinstance(value, str):  # the quoted form: its content is the pretty JSON
+        try:
+            return json.loads(value), PRETTY.search(value) is not None
+        except ValueError:
+            return None, False
+    return value, PRETTY.search(arguments) is not None
 
 
 def docs_spec(*tools: Tool) -> ServerSpec:
@@ -82,7 +109,8 @@ def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts)
     early: list[str] = []
 
     def approve(confirmation) -> str:
-        n = 2 if re.search(r'"n"\s*:\s*2', confirmation.arguments) else 1
+        shown, _pretty = shown_json(confirmation.arguments)
+        n = 2 if isinstance(shown, dict) and shown.get("n") == 2 else 1
         if calls_with(docs.journal, "n", n):
             early.append(f"call n={n} reached the server before its confirmation was answered")
         elif n == 2:
@@ -123,48 +151,79 @@ def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts)
 
 
 @pytest.mark.requirements("APR-1")
-def test_approving_one_call_does_not_approve_the_next(host, http_mock, model):
-    """Every MCP call waits for its own approval: a yes for one call does not carry over to
-    the next call of the same tool in the same turn."""
+def test_identical_calls_each_wait_for_their_own_approval(host, http_mock, stdio_mock, model):
+    """Every MCP call waits for its own approval: a yes for one call carries over neither to
+    an identical call (same server, tool and arguments) later in the turn, nor to the same
+    call in the next turn; calls that come in one reply are confirmed one by one, over HTTP
+    and stdio alike."""
     docs = http_mock(docs_spec())
+    notes = stdio_mock(
+        ServerSpec(name="notes", tools=[Tool("read", "Reads notes.", reply=Reply.text("ok"))])
+    )
     host.add_http("docs", docs)
+    host.add_stdio("notes", notes)
     running = host.start()
-    model.script(
-        [
-            Step.call(server="docs", tool="query", arguments={"n": 1}),
-            Step.call(server="docs", tool="query", arguments={"n": 2}),
-            Step.text("ok"),
-        ]
+    same_query = Step.call(server="docs", tool="query", arguments={"q": "same"})
+    same_read = Step.call(server="notes", tool="read", arguments={"p": "same"})
+    model.script([Step.calls([same_query, same_read]), same_query, Step.text("ok")])
+
+    first = running.ask("query and read", approve=["y", "y", "n"])
+    model.script([same_query, same_read, Step.text("ok")])
+    second = running.ask("the same again", approve="")
+
+    shown = (len(first.confirmations), len(second.confirmations))
+    check(
+        shown == (3, 2),
+        ids="APR-1",
+        expected=(
+            "3 confirmations in the first turn (two calls of one reply, then the identical "
+            "query again) and 2 in the next turn (the same calls again)"
+        ),
+        actual=f"{shown[0]} and {shown[1]} confirmation(s)",
+    )
+    sent = (docs.journal.count("tools/call"), notes.journal.count("tools/call"))
+    check(
+        sent == (1, 1),
+        ids="APR-1",
+        expected="only the two approved calls sent (the identical query denied, the next turn's "
+        "calls answered with Enter)",
+        actual=f"docs received {sent[0]} tools/call, notes (stdio) {sent[1]}",
     )
 
-    turn = running.ask("query twice", approve=["y", "n"])
 
-    shown = len(turn.confirmations)
-    check(
-        shown == 2,
-        ids="APR-1",
-        expected="a confirmation for each of the two calls",
-        actual=f"{shown} confirmation(s)",
-    )
-    second = len(calls_with(docs.journal, "n", 2))
-    check(
-        second == 0,
-        ids="APR-1",
-        expected="the second (denied) call never sent",
-        actual=f"sent {second} time(s)",
-    )
+# Answers that are not yes. "Anything but yes denies" (the catalog): an empty answer, no,
+# and also what a host that matches loosely (a prefix `y`, the word `yes` anywhere, any
+# affirmative) would take for a yes.
+NOT_YES = [
+    "",
+    "   ",
+    "n",
+    "N",
+    "no",
+    "x",
+    "maybe",
+    "yes please",
+    "yess",
+    "yeah",
+    "ye",
+    "y/n",
+    "ok",
+    "sure",
+    "true",
+    "1",
+]
 
 
 @pytest.mark.requirements("APR-2")
-def test_anything_but_yes_denies(host, http_mock, model):
+def test_anything_but_yes_denies(host, http_mock, model, timeouts):
     """Approval is default-deny: an empty answer, `n`, or anything but yes denies; nothing is
-    sent; the model receives status `denied`."""
+    sent (not then, not later: also across the next question and a grace period); the model
+    receives status `denied`."""
     docs = http_mock(docs_spec())
     host.add_http("docs", docs)
     running = host.start()
-    answers = ["", "n", "N", "no", "maybe", "x"]
     problems: list[str] = []
-    for answer in answers:
+    for answer in NOT_YES:
         model.script(
             [Step.call(server="docs", tool="query", arguments={"answer": answer}), Step.text("ok")]
         )
@@ -180,56 +239,129 @@ def test_anything_but_yes_denies(host, http_mock, model):
             problems.append(f"answer {answer!r}: the call was sent{selects}")
         outputs = call_outputs(model)[-1][1] if call_outputs(model) else []
         got = output_text(outputs[0]) if outputs else None
-        if got is None:
+        if len(model_requests(model)) - before < 2 or got is None:
             problems.append(f"answer {answer!r}: no output for the call reached the model")
         elif not shows_status(got, "denied"):
             problems.append(f"answer {answer!r}: the model received {got[:120]!r}")
         statuses = [c.status for c in turn.calls]
         if statuses != ["denied"]:
             problems.append(f"answer {answer!r}: the client reported {statuses}")
-        if len(model_requests(model)) - before < 2:
-            problems.append(f"answer {answer!r}: the model was not told the outcome")
+    model.script([Step.text("nothing to do")])
+    before = len(model_requests(model))
+    running.ask("anything else?", approve="")
+    check(
+        len(model_requests(model)) > before,
+        ids="APR-2",
+        expected="the next question reaches the model (the later watch is not vacuous)",
+        actual="no model request for it",
+    )
+    late = stays_quiet(docs.journal, timeouts.grace, "tools/call")
+    sent = sorted(
+        {
+            str(((e.params or {}).get("arguments") or {}).get("answer"))
+            for e in docs.journal.entries("tools/call")
+        }
+    )
+    check(
+        not sent and not late,
+        ids="APR-2",
+        expected="no denied call ever sent: not in its turn, not at the next question, not later",
+        actual=f"sent the calls denied with {sent}",
+    )
     check(
         not problems,
         ids="APR-2",
-        expected=f"answers {answers} each deny: nothing sent, the model receives `denied`",
+        expected=f"answers {NOT_YES} each deny and the model receives `denied`",
         actual="; ".join(problems),
     )
 
 
-@pytest.mark.requirements("APR-3")
-def test_read_only_hint_never_skips_approval(host, http_mock, model):
-    """Tool annotations such as `readOnlyHint: true` never skip the approval."""
-    hints = {
+HINTS_ALONE = {
+    "look": {"readOnlyHint": True},
+    "keep": {"destructiveHint": False},
+    "again": {"idempotentHint": True},
+    "closed": {"openWorldHint": False},
+    "peek": {
         "readOnlyHint": True,
         "destructiveHint": False,
         "idempotentHint": True,
         "openWorldHint": False,
-    }
+    },
+}
+
+
+@pytest.mark.requirements("APR-3")
+def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
+    """Tool annotations such as `readOnlyHint: true` never skip the approval: each hint alone
+    and all together, over HTTP and stdio, and also after an earlier call of the same
+    read-only tool was approved."""
     docs = http_mock(
         docs_spec(
-            Tool("peek", "Reads only; changes nothing.", annotations=hints, reply=Reply.text("ok"))
+            *(
+                Tool(
+                    name, "Reads only; changes nothing.", annotations=hints, reply=Reply.text("ok")
+                )
+                for name, hints in HINTS_ALONE.items()
+            )
+        )
+    )
+    notes = stdio_mock(
+        ServerSpec(
+            name="notes",
+            tools=[
+                Tool(
+                    "read",
+                    "Reads notes.",
+                    annotations={"readOnlyHint": True},
+                    reply=Reply.text("ok"),
+                )
+            ],
         )
     )
     host.add_http("docs", docs)
+    host.add_stdio("notes", notes)
     running = host.start()
-    model.script([Step.call(server="docs", tool="peek", arguments={"q": "x"}), Step.text("ok")])
+    annotated = [Step.call(server="docs", tool=name, arguments={"n": 0}) for name in HINTS_ALONE]
+    annotated.append(Step.call(server="notes", tool="read", arguments={"n": 0}))
+    model.script([Step.calls(annotated), Step.text("ok")])
 
-    turn = running.ask("peek", approve="")
+    first = running.ask("peek at everything", approve="")
 
-    shown = len(turn.confirmations)
-    check(
-        shown == 1,
-        ids="APR-3",
-        expected="a confirmation for the read-only tool",
-        actual=f"{shown} confirmation(s)",
+    model.script(
+        [
+            Step.call(server="docs", tool="look", arguments={"n": 1}),
+            Step.call(server="docs", tool="look", arguments={"n": 2}),
+            Step.call(server="notes", tool="read", arguments={"n": 1}),
+            Step.call(server="notes", tool="read", arguments={"n": 2}),
+            Step.text("ok"),
+        ]
     )
-    sent = docs.journal.count("tools/call")
+    second = running.ask("look twice, read twice", approve=["y", "n", "y", ""])
+
     check(
-        sent == 0,
+        len(first.confirmations) == len(annotated),
         ids="APR-3",
-        expected="nothing sent after an empty answer",
-        actual=f"{sent} tools/call",
+        expected=f"a confirmation for each of the {len(annotated)} annotated calls",
+        actual=f"{len(first.confirmations)} confirmation(s)",
+    )
+    check(
+        len(second.confirmations) == 4,
+        ids="APR-3",
+        expected=(
+            "a confirmation for each of 4 calls of read-only tools, also after one was approved"
+        ),
+        actual=f"{len(second.confirmations)} confirmation(s)",
+    )
+    sent = sorted(
+        f"{server}/{e.params.get('name')} n={(e.params.get('arguments') or {}).get('n')}"
+        for server, mock in (("docs", docs), ("notes", notes))
+        for e in mock.journal.entries("tools/call")
+    )
+    check(
+        sent == ["docs/look n=1", "notes/read n=1"],
+        ids="APR-3",
+        expected="only the two approved calls sent",
+        actual=f"sent {sent}",
     )
 
 
@@ -239,8 +371,9 @@ def test_confirmation_names_server_destination_tool_and_arguments(
 ):
     """The confirmation shows Server (the configured name), Destination (the URL, or the stdio
     command), Tool (the server's own tool name, not the exposed one), and Arguments as
-    pretty-printed JSON, with a warning that the arguments go to this server and the client
-    cannot control what it does with them."""
+    pretty-printed JSON (shown as is, or as the seed's quoted form of it), with a warning
+    that the arguments go to this server and the client cannot control what it does with
+    them (in any wording that says both)."""
     # A tool name with a dot cannot be part of an exposed name, so the two always differ.
     remote = http_mock(
         ServerSpec(
@@ -305,15 +438,12 @@ def test_confirmation_names_server_destination_tool_and_arguments(
                 f"Tool {confirmation.tool!r}, the server's tool name is {tool!r} "
                 f"(exposed {exposed!r})"
             )
-        try:
-            shown_args = json.loads(confirmation.arguments)
-        except ValueError:
-            shown_args = None
+        shown_args, pretty = shown_json(confirmation.arguments)
         if shown_args != arguments:
             problems.append(
                 f"Arguments {confirmation.arguments[:200]!r} are not the JSON of {arguments}"
             )
-        elif not re.search(r"\n[ \t]+\S", confirmation.arguments):
+        elif not pretty:
             problems.append(f"Arguments {confirmation.arguments[:200]!r} are not pretty-printed")
         if not (
             WARNING_SENT.search(confirmation.warning)
@@ -344,31 +474,98 @@ def test_confirmation_names_server_destination_tool_and_arguments(
         )
 
 
+ARGUMENTS_LIMIT = 2 * KIB
+# The boundary cases, measured on the catalog's rendering (`json.dumps(indent=2)`, UTF-8):
+# a host's own pretty-printing (another indent, the quoted form) moves the size by fewer
+# bytes than this margin.
+MARGIN = 32
+
+
+def pretty_size(arguments: dict) -> int:
+    return len(json.dumps(arguments, indent=2, ensure_ascii=False).encode("utf-8"))
+
+
+def sized_arguments(n: int, target: int, fill: str) -> dict:
+    """Arguments `{"id": n, "payload": "BEGIN-n-" + fill... + "-END-n"}` whose pretty JSON is
+    `target` bytes of UTF-8 (to within one fill character)."""
+    head, tail = f"BEGIN-{n}-", f"-END-{n}"
+    arguments = {"id": n, "payload": head + tail}
+    room = target - pretty_size(arguments)
+    per = len(json.dumps(fill, ensure_ascii=False).encode("utf-8")) - 2
+    arguments["payload"] = head + fill * max(room // per, 0) + tail
+    return arguments
+
+
+# (name, arguments, cut): just under 2 KiB (shown whole, unmarked); just over; multi-byte
+# text that is under 2 Ki characters but three times that in bytes (a host counting
+# characters shows it whole); JSON escapes that double the size of the text.
+BOUNDARY = [
+    ("ascii, just under 2 KiB", sized_arguments(1, ARGUMENTS_LIMIT - MARGIN, "a"), False),
+    ("ascii, just over 2 KiB", sized_arguments(2, ARGUMENTS_LIMIT + MARGIN, "a"), True),
+    ("multi-byte: 1 Ki characters, 3 KiB", sized_arguments(3, 3 * KIB, "€"), True),
+    ("4-byte characters: 700 characters", sized_arguments(4, 2 * KIB + 700, "😀"), True),
+    ("escapes: quotes and newlines", sized_arguments(5, 3 * KIB, '"\n'), True),
+]
 _ALPHABET = '0123456789 xyzqXYZQ-_/:#é€中😀"\\\n\t'
+
+
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unquoted(shown: str) -> str:
+    """The pretty JSON the shown text stands for: the text as is, or, in the seed's quoted
+    form (a JSON string, cut or not), its content with the string's escapes undone."""
+    if not shown.startswith('"'):
+        return shown
+
+    def undo(m: re.Match[str]) -> str:
+        e = m.group(1)
+        return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED.get(e, e)
+
+    return _ESCAPE.sub(undo, shown[1:])
+
+
+def cut_problems(name: str, arguments: dict, shown: str, cut: bool) -> list[str]:
+    """What is wrong with the arguments text shown for `arguments` (APR-5); sizes are those
+    of the pretty JSON shown, the quoted form's escapes undone."""
+    size = len(unquoted(shown).encode("utf-8", "surrogatepass"))
+    full = pretty_size(arguments)
+    value, _pretty = shown_json(shown)
+    if not cut:
+        if value != arguments:
+            return [f"{name}: {full} bytes of arguments not shown whole ({size} bytes shown)"]
+        return []
+    problems = []
+    if value == arguments:
+        problems.append(f"{name}: {full} bytes of arguments shown whole, not cut after 2 KiB")
+    elif not ARGUMENTS_LIMIT - 8 <= size <= ARGUMENTS_LIMIT + MARKER_SLACK:
+        problems.append(
+            f"{name}: {size} bytes shown for {full} bytes of arguments (expected about "
+            f"{ARGUMENTS_LIMIT}: cut after 2 KiB of UTF-8, plus a marker)"
+        )
+    if f"BEGIN-{arguments['id']}-" not in shown:
+        problems.append(f"{name}: the shown text does not start with the arguments' beginning")
+    if f"-END-{arguments['id']}" in shown:
+        problems.append(f"{name}: the shown text holds the arguments' end")
+    if CUT_MARKER.search(shown) is None:
+        problems.append(f"{name}: no visible mark that the arguments were cut ({shown[-80:]!r})")
+    return problems
 
 
 @pytest.mark.requirements("APR-5")
 def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model):
     """Arguments shown are cut off after 2 KiB, visibly marked as cut; the server still
-    receives the complete arguments once approved. (Property: random text of 2.5-8 KiB,
-    multi-byte characters and JSON escapes included; one client start for all examples.)"""
+    receives the complete arguments once approved. Counted in bytes of UTF-8: just under
+    2 KiB is shown whole, just over is cut; multi-byte text that is under 2 Ki characters
+    but over 2 KiB is cut. (Then a derandomized property: text of 2.5-8 KiB, multi-byte
+    characters and JSON escapes included; one client start for all.)"""
     docs = http_mock(docs_spec(Tool("store", "Stores a note.", reply=Reply.text("stored"))))
     host.add_http("docs", docs)
     running = host.start()
-    seen = {"n": 0}
+    problems: list[str] = []
 
-    # No shrinking: every example costs a turn, and the first failing one says enough.
-    @settings(
-        max_examples=8,
-        deadline=None,
-        database=None,
-        phases=(Phase.explicit, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.text(alphabet=_ALPHABET, min_size=2600, max_size=8000))
-    def example(text: str) -> None:
-        seen["n"] += 1
-        arguments = {"id": seen["n"], "payload": text}
+    def run(name: str, arguments: dict, cut: bool) -> None:
         model.script([Step.call(server="docs", tool="store", arguments=arguments), Step.text("ok")])
         shown: list[str] = []
 
@@ -377,36 +574,51 @@ def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model
             return "y"
 
         running.ask("store this", approve=approve)
-
-        check(len(shown) == 1, ids="APR-5", expected="one confirmation", actual=f"{len(shown)}")
-        size = len(shown[0].encode("utf-8"))
-        check(
-            2 * KIB - 4 <= size <= 2 * KIB + MARKER_SLACK,
-            ids="APR-5",
-            expected=(
-                f"the arguments shown cut after 2 KiB (between {2 * KIB - 4} "
-                f"and {2 * KIB + MARKER_SLACK} bytes with the marker)"
-            ),
-            actual=(
-                f"{size} bytes shown for arguments of {len(json.dumps(arguments).encode())} bytes"
-            ),
-        )
-        check(
-            CUT_MARKER.search(shown[0]) is not None,
-            ids="APR-5",
-            expected="a visible mark that the arguments were cut",
-            actual=f"no cut marker; the shown arguments end with {shown[0][-80:]!r}",
-        )
-        received = calls_with(docs.journal, "id", seen["n"])
+        if len(shown) != 1:
+            problems.append(f"{name}: {len(shown)} confirmation(s) for one call")
+        else:
+            problems.extend(cut_problems(name, arguments, shown[0], cut))
+        received = calls_with(docs.journal, "id", arguments["id"])
         got = received[0].params.get("arguments") if received else None
+        if len(received) != 1 or got != arguments:
+            complete = "complete" if got == arguments else "incomplete or altered"
+            problems.append(f"{name}: the server received {len(received)} call(s), {complete}")
+
+    for name, arguments, cut in BOUNDARY:
+        run(name, arguments, cut)
+    check(
+        not problems,
+        ids="APR-5",
+        expected=(
+            "arguments under 2 KiB of UTF-8 shown whole; over it, the first 2 KiB shown and "
+            "marked as cut; the server receives them whole, once"
+        ),
+        actual="; ".join(problems),
+    )
+
+    seen = {"n": 100}
+
+    # Derandomized (the same examples every run) and without shrinking: every example costs
+    # a turn, and the first failing one says enough.
+    @settings(
+        max_examples=4,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=(Phase.explicit, Phase.generate),
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.text(alphabet=_ALPHABET, min_size=2600, max_size=8000))
+    def example(text: str) -> None:
+        seen["n"] += 1
+        arguments = {"id": seen["n"], "payload": f"BEGIN-{seen['n']}-{text}-END-{seen['n']}"}
+        problems.clear()
+        run(f"{len(text)} random characters", arguments, True)
         check(
-            len(received) == 1 and got == arguments,
+            not problems,
             ids="APR-5",
-            expected="the server receives the complete arguments once",
-            actual=(
-                f"{len(received)} call(s); arguments "
-                f"{'complete' if got == arguments else 'incomplete or altered'}"
-            ),
+            expected="the first 2 KiB of UTF-8 shown, marked as cut; the server receives all",
+            actual="; ".join(problems),
         )
 
     example()

@@ -2,38 +2,52 @@
 
 Strategy: what counts is what the model is told, so the primary evidence is the model
 journal: the mock model journals the call_ids of every call it makes, and the case reads
-the paired `function_call_output` of the next request
-(`mcp_host_conformance.harness.observe.status_problem`). The status must be stated in
-that output: the catalog's framing `[Tool result: X]`, a structured `status` field, or a
-status phrase such as `Status: X` (a bare word anywhere states nothing; the first
-statement decides), and the adapter's Turn must report it too. Cases check the rule's
-status names and the facts it requires (the server's message, the omitted data absent, the
-size), never the reference client's wording.
+the paired `function_call_output` of the next request. The status must be stated in that
+output: the catalog's framing `[Tool result: X]`, a structured `status` field, or a status
+phrase such as `Status: X` (`harness.observe.stated_status`: a bare word anywhere states
+nothing; the first statement decides), and the adapter's Turn must report the same
+statuses. Cases check the rule's status names and the facts it requires (the server's
+message, the omitted data absent, the size in bytes of UTF-8), never the reference
+client's wording.
+
+Each variant a host or its libraries treat differently is its own server in one start,
+called once in one reply, and told apart by a tag in the call's arguments: every transport
+(Streamable HTTP answering in JSON, in SSE, stdio), every way a call can end badly at the
+HTTP layer (reset, closed, a 5xx status, a garbled body) and over stdio (the server exits,
+prints garbage), every result shape the mapping table allows, the limits on both sides
+(1 MiB messages, 64 KiB outputs) counted in bytes with multi-byte content. A variant
+whose outcome another rule decides first (the call must end `unknown` before RES-12 can
+look at the text) is a `precondition` under that rule.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from mcp_host_conformance.harness.observe import (
-    call_outputs,
     model_requests,
     output_text,
-    paired_outputs,
     reply_calls,
-    status_problem,
+    stated_status,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 KIB = 1024
+MIB = 1024 * KIB
 OUTPUT_LIMIT = 64 * KIB
-FRAMING_SLACK = 1 * KIB  # room for a status line or marker around the cut output (RES-10)
+FRAMING_SLACK = 1 * KIB  # room for a status line or marker around the output (RES-10)
+MESSAGE_LIMIT = MIB
 
 OMITTED = re.compile(
     r"omit|not included|not shown|removed|withheld|dropped|elided|skipped|not sent|stripped|"
@@ -46,79 +60,224 @@ TRUNCATED = re.compile(
 )
 # RES-12, matched loosely on meaning: the server may have acted...
 MAY_HAVE_ACTED = re.compile(
-    r"\b(may|might|could|possibly|perhaps|can't tell|cannot tell|unclear)\b[^.]{0,80}?"
+    r"\b(may|might|could|possibly|perhaps|can't tell|cannot tell|unclear|not known whether|"
+    r"unknown whether)\b[^.]{0,80}?"
     r"\b(acted|act|run|ran|executed|execute|processed|process|completed|applied|performed|"
-    r"received|taken effect|happened|succeeded|gone through|carried out)\b",
+    r"received|taken effect|happened|succeeded|gone through|carried out|changed)\b",
     re.IGNORECASE,
 )
-# ...and the call must not be retried automatically.
+# ...and the call must not be retried automatically (retry, repeat, resend, call again).
+_AGAIN = (
+    r"(retr(y|ied|ies|ying)|repeat(ed|ing|s)?|re-?send(ing|s)?|re-?sent|re-?run(ning|s)?|"
+    r"re-?issu(e|ed|ing)|(call|run|send|issue|invoke)(ing|s|ed)?\s+(it|this|the\s+\w+)?\s*again)"
+)
 NO_RETRY = re.compile(
-    r"(\b(not|never|no|don't|do not|must not|mustn't|should not|shouldn't)\b"
-    r"[^.]{0,60}?\bretr(y|ied|ies|ying)\b)"
-    r"|(\bretr(y|ied|ies|ying)\b[^.]{0,40}?\b(not|never|forbidden|prohibited|unsafe|disabled)\b)",
+    rf"(\b(not|never|no|don't|do not|must not|mustn't|should not|shouldn't|avoid)\b"
+    rf"[^.]{{0,60}}?\b{_AGAIN})"
+    rf"|(\b{_AGAIN}\b[^.]{{0,40}}?\b(not|never|forbidden|prohibited|unsafe|disabled)\b)",
     re.IGNORECASE,
 )
 
-
-def one_tool(
-    reply: Reply, name: str = "query", misbehaviour: Misbehaviour | None = None, **spec
-) -> ServerSpec:
-    return ServerSpec(
-        name="docs",
-        tools=[Tool(name, "A tool of the mock docs server.", reply=reply)],
-        misbehaviour=misbehaviour or Misbehaviour(),
-        **spec,
-    )
-
-
-def ask_one_call(host, model, server_mock, *, stdio=False, tool="query", **start):
-    """Configure `server_mock` as "docs", start, make one approved call of `tool`;
-    (running, turn, the output text the model received or None)."""
-    if stdio:
-        host.add_stdio("docs", server_mock)
-    else:
-        host.add_http("docs", server_mock)
-    running = host.start(**start)
-    model.script([Step.call(server="docs", tool=tool, arguments={"q": "x"}), Step.text("ok")])
-    turn = running.ask("use the tool", approve="y")
-    return running, turn, last_output(model)
-
-
-def last_output(model) -> str | None:
-    pairs = call_outputs(model)
-    if not pairs or not pairs[-1][1]:
-        return None
-    return output_text(pairs[-1][1][0])
+TRANSPORTS = ("json", "sse", "stdio")
 
 
 def shown(text: str | None) -> str:
     return "no output reached the model" if text is None else f"the model received {text[:300]!r}"
 
 
-@pytest.mark.requirements("RES-1")
-def test_text_content_is_completed_in_order(host, http_mock, model):
-    """Returned content gives status `completed`: text blocks in order."""
-    docs = http_mock(one_tool(Reply.text("alpha-block-1", "bravo-block-2", "charlie-block-3")))
-    _, turn, text = ask_one_call(host, model, docs)
+# ---- servers, calls and what the model was told -------------------------------------------
 
-    problem = status_problem(model, turn, "completed")
-    check(problem is None, ids="RES-1", expected="status completed", actual=problem or "")
-    positions = [text.find(t) for t in ("alpha-block-1", "bravo-block-2", "charlie-block-3")]
+
+def server_of(http_mock, stdio_mock, transport: str, tools: list[Tool], **misbehaviour: Any):
+    """A mock serving `tools` over `transport` ("json", "sse": HTTP answering in that mode;
+    "stdio"), misbehaving as told."""
+    spec = ServerSpec(
+        name="docs",
+        tools=tools,
+        response_mode="json" if transport == "json" else "sse",
+        misbehaviour=Misbehaviour(**misbehaviour),
+    )
+    return stdio_mock(spec) if transport == "stdio" else http_mock(spec)
+
+
+@dataclass
+class Variant:
+    """One server of a case: its configured name, its mock, its transport, the tools to call."""
+
+    name: str
+    mock: Any
+    transport: str
+    tools: tuple[str, ...] = ("query",)
+
+
+@dataclass
+class Told:
+    """What the model was told about each tagged call (tag = "server/tool")."""
+
+    outputs: dict[str, list[Any]] = field(default_factory=dict)
+    reported: Counter[str] = field(default_factory=Counter)  # statuses the Turn reported
+
+    def text(self, tag: str) -> str | None:
+        found = self.outputs.get(tag) or []
+        return output_text(found[0]) if found else None
+
+    def status_problem(self, tag: str, *allowed: str) -> str | None:
+        """Why the output of call `tag` does not state one of `allowed`; None if it does."""
+        found = self.outputs.get(tag)
+        if found is None:
+            return f"{tag}: the model never made this call (or the client never asked it)"
+        if not found:
+            return f"{tag}: no function_call_output for it in the next model request"
+        if len(found) > 1:
+            return f"{tag}: {len(found)} outputs for it in the next model request"
+        stated = stated_status(found[0])
+        if stated not in allowed:
+            said = "no status" if stated is None else f"status {stated}"
+            return (
+                f"{tag}: the model received {output_text(found[0])[:200]!r}, stating {said} "
+                f"(expected {' or '.join(allowed)})"
+            )
+        return None
+
+    def stated(self, tag: str) -> str | None:
+        found = self.outputs.get(tag) or []
+        return stated_status(found[0]) if len(found) == 1 else None
+
+
+def add_variants(host, variants: Iterable[Variant]) -> None:
+    for v in variants:
+        if v.transport == "stdio":
+            host.add_stdio(v.name, v.mock)
+        else:
+            host.add_http(v.name, v.mock)
+
+
+def call_each(
+    host, model, variants: list[Variant], one_per_reply: bool = False, **start: Any
+) -> tuple[Any, Told]:
+    """Configure every variant, start, and make one approved call of each tool of each, in
+    one reply (or each in a reply of its own: then what the host does with the other calls
+    of a reply cannot matter), with arguments `{"tag": "server/tool"}`; (running, what the
+    model was told)."""
+    add_variants(host, variants)
+    running = host.start(**start)
+    calls = [
+        Step.call(server=v.name, tool=tool, arguments={"tag": f"{v.name}/{tool}"})
+        for v in variants
+        for tool in v.tools
+    ]
+    model.script([*(calls if one_per_reply else [Step.calls(calls)]), Step.text("ok")])
+    turn = running.ask("use every tool", approve="y")
+    return running, told(model, turn)
+
+
+def told(model, turn=None) -> Told:
+    """Each call the mock model made (by the tag in its arguments) with the outputs paired to
+    it in the next model request, and the statuses the client reported."""
+    bodies = model_requests(model)
+    result = Told(reported=Counter(c.status for c in turn.calls) if turn is not None else Counter())
+    for k, calls in enumerate(reply_calls(model)):
+        following = bodies[k + 1] if k + 1 < len(bodies) else None
+        items = following.get("input") if isinstance(following, dict) else None
+        for call in calls:
+            try:
+                tag = json.loads(call.get("arguments") or "{}").get("tag")
+            except (ValueError, AttributeError):
+                tag = None
+            if not isinstance(tag, str):
+                continue
+            result.outputs[tag] = [
+                i.get("output")
+                for i in (items if isinstance(items, list) else [])
+                if isinstance(i, dict)
+                and i.get("type") == "function_call_output"
+                and i.get("call_id") == call["call_id"]
+            ]
+    return result
+
+
+def request_times(model) -> list[float]:
+    """When each model request (`model_requests`) arrived."""
+    return [
+        e.time
+        for e in model.journal.entries(kind="http")
+        if e.http_method == "POST" and (e.path or "").endswith("/responses")
+    ]
+
+
+def reported_problem(told_: Told, expected: Iterable[str]) -> str | None:
+    """Whether the client reported (in its Turn) the statuses the model was told."""
+    wanted = Counter(expected)
+    if told_.reported == wanted:
+        return None
+    return f"the client reported statuses {dict(told_.reported)}, the model was told {dict(wanted)}"
+
+
+# ---- RES-1 ---------------------------------------------------------------------------------
+
+# Multi-byte in every block: a client that decodes a transport's bytes with another charset
+# (latin-1 for a text/event-stream without a charset, say) garbles them.
+BLOCKS = ("alpha Zürich ✓", "bravo €5 中文", "charlie 😀 ok")
+
+
+@pytest.mark.requirements("RES-1")
+def test_text_blocks_complete_in_order_on_every_transport(host, http_mock, stdio_mock, model):
+    """Returned content gives status `completed`: text blocks in order; over HTTP answering
+    in JSON and in SSE, and over stdio; multi-byte text intact; also when the result has
+    structuredContent beside its text (the text blocks are what the model receives)."""
+    variants = []
+    for transport in TRANSPORTS:
+        beside = Reply(
+            content=[{"type": "text", "text": f"delta {transport} Ünïcödé"}],
+            structured={"note": "structured beside text"},
+        )
+        tools = [Tool("blocks", reply=Reply.text(*BLOCKS)), Tool("beside", reply=beside)]
+        variants.append(
+            Variant(
+                transport,
+                server_of(http_mock, stdio_mock, transport, tools),
+                transport,
+                ("blocks", "beside"),
+            )
+        )
+    _, told_ = call_each(host, model, variants)
+
+    problems = []
+    for transport in TRANSPORTS:
+        for tool, texts in (("blocks", BLOCKS), ("beside", (f"delta {transport} Ünïcödé",))):
+            tag = f"{transport}/{tool}"
+            problem = told_.status_problem(tag, "completed")
+            if problem:
+                problems.append(problem)
+                continue
+            text = told_.text(tag) or ""
+            positions = [text.find(t) for t in texts]
+            if -1 in positions or positions != sorted(positions):
+                problems.append(f"{tag}: the text blocks {texts} not all there, in order: {text!r}")
+    problems.append(reported_problem(told_, ["completed"] * 6) or "")
+    problems = [p for p in problems if p]
     check(
-        -1 not in positions and positions == sorted(positions),
+        not problems,
         ids="RES-1",
-        expected="the three text blocks, in order",
-        actual=f"positions {positions} in {text[:300]!r}",
+        expected=(
+            "status completed and every text block, intact and in order, over JSON, SSE and "
+            "stdio (also with structuredContent beside the text)"
+        ),
+        actual="; ".join(problems),
     )
 
 
+# ---- RES-2 ---------------------------------------------------------------------------------
+
+
 @pytest.mark.requirements("RES-2")
-def test_binary_content_is_omitted(host, http_mock, model, secrets):
-    """Image, audio and binary (blob) content is marked as omitted;
-    its data never reaches the model."""
+def test_binary_content_is_omitted(host, http_mock, stdio_mock, model, secrets):
+    """Image, audio and binary (blob) content is marked as omitted; its data never reaches
+    the model: an image, audio, a blob of an opaque type, and a blob whose type says text
+    (never decoded and shown)."""
     data = {
         kind: base64.b64encode(secrets.new(kind).encode()).decode()
-        for kind in ("image", "audio", "blob")
+        for kind in ("image", "audio", "blob", "text-blob")
     }
     reply = Reply(
         content=[
@@ -133,17 +292,26 @@ def test_binary_content_is_omitted(host, http_mock, model, secrets):
                     "mimeType": "application/zip",
                 },
             },
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "mem://blob/2.txt",
+                    "blob": data["text-blob"],
+                    "mimeType": "text/plain",
+                },
+            },
             {"type": "text", "text": "text-after"},
         ]
     )
-    docs = http_mock(one_tool(reply))
-    _, turn, text = ask_one_call(host, model, docs)
+    docs = server_of(http_mock, stdio_mock, "sse", [Tool("query", reply=reply)])
+    _, told_ = call_each(host, model, [Variant("docs", docs, "sse")])
 
+    text = told_.text("docs/query")
     leaked = secrets.found_in_journal(model.journal, "model requests")
     check(
         not leaked,
         ids="RES-2",
-        expected="no image, audio or blob data in any model request",
+        expected="no image, audio or blob data in any model request (nor a blob decoded)",
         actual="; ".join(leaked),
     )
     check(
@@ -160,32 +328,70 @@ def test_binary_content_is_omitted(host, http_mock, model, secrets):
     )
 
 
-@pytest.mark.requirements("RES-3")
-def test_resource_links_are_listed_not_opened(host, http_mock, model):
-    """Resource links are listed (URI) but not opened."""
-    uri = "file:///srv/notes/plan-7f3a.txt"
-    docs = http_mock(
-        one_tool(Reply(content=[{"type": "resource_link", "uri": uri, "name": "plan"}]))
-    )
-    _, turn, text = ask_one_call(host, model, docs)
+# ---- RES-3 ---------------------------------------------------------------------------------
 
-    reads = docs.journal.count("resources/read")
+
+@pytest.mark.requirements("RES-3")
+def test_resource_links_are_listed_not_opened(host, http_mock, stdio_mock, model, secrets):
+    """Resource links are listed (URI) but not opened: not with `resources/read` (over HTTP
+    or stdio), not by fetching an http URI, not by reading a file URI; several links
+    beside text."""
+    elsewhere = http_mock(ServerSpec(name="elsewhere"))  # any request to it is journalled
+    page = elsewhere.url.rsplit("/", 1)[0] + "/notes-7f3a.txt"
+    note = host.project / "plan-7f3a.txt"
+    note.write_text(secrets.new("linked-file"))
+    links = [
+        {"type": "text", "text": "see:"},
+        {"type": "resource_link", "uri": page, "name": "notes"},
+        {"type": "resource_link", "uri": note.as_uri(), "name": "plan"},
+        {"type": "text", "text": "end of links"},
+    ]
+    remote = server_of(http_mock, stdio_mock, "sse", [Tool("query", reply=Reply(content=links))])
+    local_uri = "mem://notes/local-7f3a"
+    local = server_of(
+        http_mock, stdio_mock, "stdio", [Tool("query", reply=Reply.resource_link(local_uri))]
+    )
+    _, told_ = call_each(
+        host, model, [Variant("remote", remote, "sse"), Variant("local", local, "stdio")]
+    )
+
+    reads = remote.journal.count("resources/read") + local.journal.count("resources/read")
     check(
         reads == 0,
         ids="RES-3",
         expected="no resources/read",
-        actual=f"{reads} resources/read: {docs.journal.methods()}",
+        actual=f"{reads} resources/read: {remote.journal.methods()} {local.journal.methods()}",
     )
+    fetched = len(elsewhere.journal.entries(kind="http"))
+    leaked = secrets.found_in_journal(model.journal, "model requests")
     check(
-        text is not None and uri in text,
+        fetched == 0 and not leaked,
         ids="RES-3",
-        expected=f"the link's URI {uri} listed",
-        actual=shown(text),
+        expected="no link opened: nothing fetched from the http URI, the file not read",
+        actual=f"{fetched} request(s) to the linked http URI; file content sent: {leaked}",
     )
+    missing = [
+        uri
+        for tag, uri in (
+            ("remote/query", page),
+            ("remote/query", note.as_uri()),
+            ("local/query", local_uri),
+        )
+        if uri not in (told_.text(tag) or "")
+    ]
+    check(
+        not missing,
+        ids="RES-3",
+        expected="every link's URI listed in the output",
+        actual=f"not listed: {missing}; {shown(told_.text('remote/query'))}",
+    )
+
+
+# ---- RES-4 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("RES-4")
-def test_structured_content_used_without_text(host, http_mock, model):
+def test_structured_content_used_without_text(host, http_mock, stdio_mock, model):
     """`structuredContent` is used when there is no text content: none at all, or only
     non-text blocks (an image, a resource link, a blob resource)."""
     data = {"city": "Oslo", "temperature": 21.5, "unit": "celsius-7c1"}
@@ -206,123 +412,168 @@ def test_structured_content_used_without_text(host, http_mock, model):
             },
         },
     ]
-    docs = http_mock(
-        ServerSpec(
-            name="docs",
-            tools=[
-                Tool("query", "Structured content only.", reply=Reply.structured_only(data)),
-                Tool(
-                    "mixed",
-                    "Non-text blocks and structured content.",
-                    reply=Reply(content=non_text, structured=beside),
-                ),
-            ],
-        )
-    )
-    host.add_http("docs", docs)
-    running = host.start()
-    model.script(
+    docs = server_of(
+        http_mock,
+        stdio_mock,
+        "sse",
         [
-            Step.call(server="docs", tool="query", arguments={"q": "x"}),
-            Step.call(server="docs", tool="mixed", arguments={"q": "y"}),
-            Step.text("ok"),
-        ]
+            Tool("query", reply=Reply.structured_only(data)),
+            Tool("mixed", reply=Reply(content=non_text, structured=beside)),
+        ],
     )
-    turn = running.ask("use both", approve="y")
+    _, told_ = call_each(host, model, [Variant("docs", docs, "sse", ("query", "mixed"))])
 
-    for index, (kind, values) in enumerate(
-        (("no content", data), ("only non-text blocks", beside))
+    problems = []
+    for tag, kind, values in (
+        ("docs/query", "no content", data),
+        ("docs/mixed", "only non-text blocks", beside),
     ):
-        problem = status_problem(model, turn, "completed", call=index)
-        check(
-            problem is None,
-            ids="RES-4",
-            expected=f"status completed ({kind})",
-            actual=problem or "",
-        )
-        pairs = call_outputs(model)
-        text = output_text(pairs[index][1][0]) if len(pairs) > index and pairs[index][1] else ""
+        problem = told_.status_problem(tag, "completed")
+        text = told_.text(tag) or ""
         missing = [str(v) for v in values.values() if str(v) not in text]
-        check(
-            not missing,
-            ids="RES-4",
-            expected=f"the structured content {values} in the output ({kind})",
-            actual=f"missing {missing}; {shown(text)}",
-        )
+        if problem:
+            problems.append(f"{kind}: {problem}")
+        elif missing:
+            problems.append(f"{kind}: the structured content {missing} missing; {shown(text)}")
+    check(
+        not problems,
+        ids="RES-4",
+        expected="status completed with the structured content (no content; only non-text blocks)",
+        actual="; ".join(problems),
+    )
+
+
+# ---- RES-5 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("RES-5")
-def test_errors_are_failed_with_the_servers_message(host, http_mock, model):
-    """A JSON-RPC error, or a result with `isError: true`,
-    gives status `failed` with the server's message."""
-    flagged = "disk quota exceeded on volume Q7"
-    rpc = "index shard-42 is offline"
-    docs = http_mock(
-        ServerSpec(
-            name="docs",
-            tools=[
-                Tool("flagged", "Fails with isError.", reply=Reply.tool_error(flagged)),
-                Tool("broken", "Fails with a JSON-RPC error.", reply=Reply.rpc_error(rpc)),
-            ],
-        )
-    )
-    host.add_http("docs", docs)
-    running = host.start()
-    model.script(
-        [
-            Step.call(server="docs", tool="flagged", arguments={"q": "x"}),
-            Step.call(server="docs", tool="broken", arguments={"q": "y"}),
-            Step.text("ok"),
+def test_errors_are_failed_with_the_servers_message(host, http_mock, stdio_mock, model):
+    """A JSON-RPC error, or a result with `isError: true` (with or without text), gives status
+    `failed` with the server's message; over HTTP in JSON and SSE, and over stdio. (A
+    JSON-RPC error delivered on a resumed SSE stream: `failed` with the message if the
+    client resumes, `unknown` if it does not.)"""
+    variants = []
+    for transport in TRANSPORTS:
+        tools = [
+            Tool("flagged", reply=Reply.tool_error(f"disk quota exceeded on {transport} Q7")),
+            Tool("bare", reply=Reply(content=[], is_error=True)),
+            Tool("broken", reply=Reply.rpc_error(f"index shard-42 of {transport} is offline")),
         ]
-    )
-    turn = running.ask("use both", approve="y")
+        variants.append(
+            Variant(
+                transport,
+                server_of(http_mock, stdio_mock, transport, tools),
+                transport,
+                ("flagged", "bare", "broken"),
+            )
+        )
+    polled = server_of(http_mock, stdio_mock, "sse", [Tool("query")], poll_call="error")
+    variants.append(Variant("polled", polled, "sse"))
+    _, told_ = call_each(host, model, variants)
 
-    for index, (kind, message) in enumerate((("isError result", flagged), ("JSON-RPC error", rpc))):
-        problem = status_problem(model, None, "failed", call=index)
-        check(
-            problem is None,
-            ids="RES-5",
-            expected=f"a {kind} gives status failed",
-            actual=problem or "",
-        )
-        text = output_text(call_outputs(model)[index][1][0])
-        check(
-            message in text,
-            ids="RES-5",
-            expected=f"the server's message {message!r}",
-            actual=shown(text),
-        )
-    statuses = [c.status for c in turn.calls]
+    problems = []
+    for transport in TRANSPORTS:
+        for tool, message in (
+            ("flagged", f"disk quota exceeded on {transport} Q7"),
+            ("bare", None),
+            ("broken", f"index shard-42 of {transport} is offline"),
+        ):
+            tag = f"{transport}/{tool}"
+            problem = told_.status_problem(tag, "failed")
+            if problem:
+                problems.append(problem)
+            elif message is not None and message not in (told_.text(tag) or ""):
+                problems.append(f"{tag}: the server's message {message!r} missing")
+    problem = told_.status_problem("polled/query", "failed", "unknown")
+    if problem:
+        problems.append(problem)
+    elif told_.stated("polled/query") == "failed" and "Internal error" not in (
+        told_.text("polled/query") or ""
+    ):
+        problems.append("polled/query: failed without the server's message")
+    statuses = ["failed"] * 9 + [told_.stated("polled/query") or "failed"]
+    problems.append(reported_problem(told_, statuses) or "")
+    problems = [p for p in problems if p]
     check(
-        statuses == ["failed", "failed"],
+        not problems,
         ids="RES-5",
-        expected="the client reports failed twice",
-        actual=str(statuses),
+        expected=(
+            "status failed with the server's message for isError (with and without text) and "
+            "JSON-RPC errors, over JSON, SSE and stdio"
+        ),
+        actual="; ".join(problems),
     )
+
+
+# ---- RES-6 ---------------------------------------------------------------------------------
+
+# The servers answer at ANSWER_AT times the call timeout: a client that waits for them
+# (no timeout, its own default, the connect timeout, which these cases set above that)
+# gets the answer and says `completed`; one that keeps the call timeout says `unknown`
+# long before.
+ANSWER_AT = 10
+CONNECT_AT = 12
 
 
 @pytest.mark.requirements("RES-6")
-@pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_no_answer_within_call_timeout_is_unknown(
-    host, http_mock, stdio_mock, model, timeouts, transport
-):
-    """No answer within the call timeout (30 s by default) gives `unknown` (scaled timeout)."""
-    spec = one_tool(Reply.text("never sent"), misbehaviour=Misbehaviour(stall=["tools/call"]))
-    mock = http_mock(spec) if transport == "http" else stdio_mock(spec)
-    _, turn, text = ask_one_call(host, model, mock, stdio=transport == "stdio")
+def test_no_answer_within_call_timeout_is_unknown(host, http_mock, stdio_mock, model, timeouts):
+    """No answer within the call timeout gives `unknown` (scaled): over HTTP and stdio, and
+    on a resumed SSE stream that never delivers. The servers answer at 10x the call timeout
+    and the connect timeout is 12x: a client that waits for the server, or times calls with
+    its connect timeout or a default of its own, is told the answer instead, or tells the
+    model after the servers answered."""
+    # Half the usual call timeout: every call here ends unknown, and the servers answer
+    # at 10x it, far from anything a machine's speed moves (a correct host is done at 3x).
+    call = timeouts.call / 2
+    late = {"delays": {"tools/call": ANSWER_AT * call}}
+    variants = [
+        Variant("http", server_of(http_mock, stdio_mock, "sse", [Tool("query")], **late), "sse"),
+        Variant(
+            "local", server_of(http_mock, stdio_mock, "stdio", [Tool("query")], **late), "stdio"
+        ),
+        Variant(
+            "polled",
+            server_of(http_mock, stdio_mock, "sse", [Tool("query")], poll_call="stall"),
+            "sse",
+        ),
+    ]
+    _, told_ = call_each(
+        host, model, variants, call_timeout=call, connect_timeout=CONNECT_AT * call
+    )
 
-    problem = status_problem(model, turn, "unknown")
+    problems = [told_.status_problem(f"{v.name}/query", "unknown") for v in variants]
+    problems.append(reported_problem(told_, ["unknown"] * 3))
+    problems = [p for p in problems if p]
     check(
-        problem is None,
+        not problems,
         ids="RES-6",
-        expected=f"status unknown after the {timeouts.call:g} s call timeout",
-        actual=problem or "",
+        expected=f"status unknown after the {call:g} s call timeout (HTTP, stdio, resumed SSE)",
+        actual="; ".join(problems),
+    )
+    first = variants[0].mock.journal.entries("tools/call")
+    outputs = model_requests(model)
+    check(
+        bool(first) and len(outputs) >= 2,
+        ids="RES-6",
+        expected="the first call reached its server and the model was asked again",
+        actual=f"{len(first)} call(s) received, {len(outputs)} model request(s)",
+    )
+    answered = first[0].time + ANSWER_AT * call
+    told_at = request_times(model)[1]
+    check(
+        told_at < answered,
+        ids="RES-6",
+        expected=(
+            f"the outcomes told before the first server answered ({ANSWER_AT}x the call timeout "
+            f"of {call:g} s after receiving the call)"
+        ),
+        actual=f"the model was told {told_at - first[0].time:.1f} s after the first call",
     )
 
 
 @pytest.mark.slow
 @pytest.mark.requirements("RES-6")
-def test_default_call_timeout_is_30_seconds(host, http_mock, model, description):
+def test_default_call_timeout_is_30_seconds(host, http_mock, stdio_mock, model, description):
     """No answer within the call timeout (30 s by default) gives `unknown`: the real default."""
     check(
         abs(description.call_timeout - 30.0) < 0.5,
@@ -330,16 +581,16 @@ def test_default_call_timeout_is_30_seconds(host, http_mock, model, description)
         expected="a default call timeout of 30 s",
         actual=f"the client declares {description.call_timeout:g} s",
     )
-    docs = http_mock(
-        one_tool(Reply.text("never sent"), misbehaviour=Misbehaviour(stall=["tools/call"]))
+    docs = server_of(http_mock, stdio_mock, "sse", [Tool("query")], stall=["tools/call"])
+    _, told_ = call_each(
+        host, model, [Variant("docs", docs, "sse")], call_timeout=description.call_timeout
     )
-    _, turn, _text = ask_one_call(host, model, docs, call_timeout=description.call_timeout)
 
-    problem = status_problem(model, turn, "unknown")
+    problem = told_.status_problem("docs/query", "unknown")
     check(problem is None, ids="RES-6", expected="status unknown after 30 s", actual=problem or "")
     sent = docs.journal.entries("tools/call")[0].time
-    told = model.journal.entries(kind="http")[-1].time
-    waited = told - sent
+    told_at = request_times(model)[-1]
+    waited = told_at - sent
     check(
         27.0 <= waited <= 40.0,
         ids="RES-6",
@@ -348,54 +599,168 @@ def test_default_call_timeout_is_30_seconds(host, http_mock, model, description)
     )
 
 
-@pytest.mark.requirements("RES-7")
-@pytest.mark.parametrize("drop", ["reset", "close"])
-def test_connection_lost_after_sending_is_unknown(host, http_mock, model, drop):
-    """A connection lost after the call was sent gives `unknown`."""
-    docs = http_mock(one_tool(Reply.text("never sent"), misbehaviour=Misbehaviour(drop_call=drop)))
-    _, turn, _text = ask_one_call(host, model, docs)
+# ---- RES-7 ---------------------------------------------------------------------------------
 
-    problem = status_problem(model, turn, "unknown")
+# Every way a call can end after it was sent without a readable answer (see the catalog's
+# decision on RES-7): (name, transport, misbehaviour).
+LOST = [
+    ("reset", "sse", {"drop_call": "reset"}),
+    ("closed", "json", {"drop_call": "close"}),
+    ("status-500", "json", {"call_http_status": 500}),
+    ("status-502", "sse", {"call_http_status": 502}),
+    ("garbled-json", "json", {"garbage_at": "tools/call"}),
+    ("garbled-sse", "sse", {"garbage_at": "tools/call"}),
+    ("exits", "stdio", {"drop_call": "close"}),
+    ("garbled-stdio", "stdio", {"garbage_at": "tools/call"}),
+]
+
+
+@pytest.mark.requirements("RES-7")
+def test_connection_lost_after_sending_is_unknown(host, http_mock, stdio_mock, model):
+    """A connection lost after the call was sent gives `unknown`: reset, closed, answered
+    with a 5xx status or with a body that is not the call's JSON-RPC response, over HTTP;
+    the server exiting or printing garbage, over stdio."""
+    variants = [
+        Variant(
+            name, server_of(http_mock, stdio_mock, transport, [Tool("query")], **bad), transport
+        )
+        for name, transport, bad in LOST
+    ]
+    _, told_ = call_each(host, model, variants)
+
+    problems = [told_.status_problem(f"{v.name}/query", "unknown") for v in variants]
+    unsent = [v.name for v in variants if v.mock.journal.count("tools/call") == 0]
+    problems.append(f"never sent to {unsent}" if unsent else None)
+    problems.append(reported_problem(told_, ["unknown"] * len(variants)))
+    problems = [p for p in problems if p]
     check(
-        problem is None,
+        not problems,
         ids="RES-7",
-        expected=f"status unknown after a connection {drop}",
-        actual=problem or "",
+        expected=f"status unknown for each call lost after it was sent ({[n for n, _, _ in LOST]})",
+        actual="; ".join(problems),
     )
+
+
+@pytest.mark.requirements("RES-1", "RES-7")
+def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
+    """A call whose SSE stream the server closes before the result (SSE polling, MCP
+    2025-11-25): a client that resumes it (GET with Last-Event-ID, once or twice) gets the
+    result, `completed` with its text (RES-1); a client that does not resume has lost the
+    connection after sending the call: `unknown` (RES-7). Resuming is allowed, not
+    required (the catalog's decision); reporting a result it did not get is neither."""
+    variants = [
+        Variant(
+            variant,
+            server_of(
+                http_mock,
+                stdio_mock,
+                "sse",
+                [Tool("query", reply=Reply.text(f"polled result {variant} ✓"))],
+                poll_call=variant,
+            ),
+            "sse",
+        )
+        for variant in ("deliver", "close-again")
+    ]
+    _, told_ = call_each(host, model, variants)
+
+    problems = []
+    for v in variants:
+        tag = f"{v.name}/query"
+        problem = told_.status_problem(tag, "completed", "unknown")
+        if problem:
+            problems.append(problem)
+        elif told_.stated(tag) == "completed" and f"polled result {v.name} ✓" not in (
+            told_.text(tag) or ""
+        ):
+            problems.append(f"{tag}: completed without the result's text: {told_.text(tag)!r}")
+    check(
+        not problems,
+        ids=["RES-1", "RES-7"],
+        expected="the resumed result, completed with its text, or unknown (not resumed)",
+        actual="; ".join(problems),
+    )
+
+
+# ---- RES-8 ---------------------------------------------------------------------------------
+
+# Over the limit with multi-byte text: over 1 MiB of UTF-8, a third of that in characters.
+MULTI_BYTE_OVER = "€" * ((MESSAGE_LIMIT + 64 * KIB) // 3)
+# Under it, as padding the client never shows (`_meta`): 1 MiB minus a little, completed.
+UNDER_PADDING = "€" * ((MESSAGE_LIMIT - 16 * KIB) // 3)
 
 
 @pytest.mark.requirements("RES-8")
-@pytest.mark.parametrize("mode", ["json", "sse", "stdio"])
-def test_oversized_response_is_unknown(host, http_mock, stdio_mock, model, mode):
-    """A response over the 1 MiB message limit after the call was sent gives `unknown`."""
-    spec = one_tool(
-        Reply.text("small"),
-        misbehaviour=Misbehaviour(oversize_at="tools/call"),
-        response_mode="sse" if mode == "stdio" else mode,
-    )
-    mock = stdio_mock(spec) if mode == "stdio" else http_mock(spec)
-    _, turn, _text = ask_one_call(host, model, mock, stdio=mode == "stdio")
+def test_response_over_1_mib_is_unknown_and_under_it_completed(host, http_mock, stdio_mock, model):
+    """A response over the 1 MiB message limit after the call was sent gives `unknown`,
+    counted in bytes of UTF-8: a multi-byte answer over 1 MiB of UTF-8 but under 1 Mi
+    characters (so also whoever counts characters must refuse it), in JSON, SSE and over
+    stdio; a response of 1 MiB minus a little is accepted (`completed`)."""
+    variants = []
+    for transport in TRANSPORTS:
+        variants.append(
+            Variant(
+                f"multibyte-{transport}",
+                server_of(
+                    http_mock,
+                    stdio_mock,
+                    transport,
+                    [Tool("query", reply=Reply.text(MULTI_BYTE_OVER))],
+                ),
+                transport,
+            )
+        )
+        under = Reply(
+            content=[{"type": "text", "text": f"small answer {transport}"}],
+            meta={"padding": UNDER_PADDING},
+        )
+        variants.append(
+            Variant(
+                f"under-{transport}",
+                server_of(http_mock, stdio_mock, transport, [Tool("query", reply=under)]),
+                transport,
+            )
+        )
+    _, told_ = call_each(host, model, variants, one_per_reply=True)
 
-    problem = status_problem(model, turn, "unknown")
+    problems = []
+    for v in variants:
+        tag = f"{v.name}/query"
+        if v.name.startswith("under-"):
+            problem = told_.status_problem(tag, "completed")
+            if problem is None and f"small answer {v.transport}" not in (told_.text(tag) or ""):
+                problem = f"{tag}: the answer's text missing: {told_.text(tag)!r}"
+        else:
+            problem = told_.status_problem(tag, "unknown")
+        if problem:
+            problems.append(problem)
+    problems.append(reported_problem(told_, ["unknown"] * 3 + ["completed"] * 3) or "")
+    problems = [p for p in problems if p]
     check(
-        problem is None,
+        not problems,
         ids="RES-8",
-        expected=f"status unknown for a {mode} answer over 1 MiB",
-        actual=problem or "",
+        expected=(
+            "unknown for answers over 1 MiB of UTF-8 (multi-byte, under 1 Mi characters), "
+            "completed for 1 MiB minus 16 KiB; over JSON, SSE and stdio"
+        ),
+        actual="; ".join(problems),
     )
+
+
+# ---- RES-9 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.needs_cancel
 @pytest.mark.requirements("RES-9")
-def test_cancelled_call_is_unknown(host, http_mock, model, timeouts):
+def test_cancelled_call_is_unknown(host, http_mock, stdio_mock, model, timeouts):
     """A call cancelled by the user gives `unknown`."""
-    docs = http_mock(
-        one_tool(Reply.text("never sent"), misbehaviour=Misbehaviour(stall=["tools/call"]))
-    )
+    docs = server_of(http_mock, stdio_mock, "sse", [Tool("query")], stall=["tools/call"])
     host.add_http("docs", docs)
     long_timeout = 4 * timeouts.wait  # long enough that only the cancel can end the call in time
     running = host.start(call_timeout=long_timeout)
-    model.script([Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")])
+    model.script(
+        [Step.call(server="docs", tool="query", arguments={"tag": "docs/query"}), Step.text("ok")]
+    )
     cancelled = threading.Event()
     problems: list[BaseException] = []
 
@@ -418,149 +783,234 @@ def test_cancelled_call_is_unknown(host, http_mock, model, timeouts):
         actual=str(problems or "no cancel"),
     )
 
-    problem = status_problem(model, turn, "unknown")
+    told_ = told(model, turn)
+    problem = told_.status_problem("docs/query", "unknown") or reported_problem(told_, ["unknown"])
     check(
         problem is None, ids="RES-9", expected="status unknown after a cancel", actual=problem or ""
     )
     sent = docs.journal.entries("tools/call")[0].time
-    told = model.journal.entries(kind="http")[-1].time
+    told_at = request_times(model)[-1]
     check(
-        told - sent < long_timeout / 2,
+        told_at - sent < long_timeout / 2,
         ids="RES-9",
         expected="the cancel ends the call (not its timeout)",
         actual=(
-            f"the model was told {told - sent:.1f} s after the call "
+            f"the model was told {told_at - sent:.1f} s after the call "
             f"(call timeout {long_timeout:g} s)"
         ),
     )
 
 
+# ---- RES-10 --------------------------------------------------------------------------------
+
+
+def multibyte_lines(size: int, first: str, last: str) -> str:
+    """`first`, lines of multi-byte text, `last`: about `size` bytes of UTF-8, under a third
+    of that in characters more than the ASCII part."""
+    line = "€" * 16 + "\n"
+    body = []
+    total = len(first.encode()) + len(last.encode())
+    i = 0
+    while True:
+        piece = f"line {i:05d} {line}"
+        if total + len(piece.encode()) > size:
+            break
+        body.append(piece)
+        total += len(piece.encode())
+        i += 1
+    return first + "".join(body) + last
+
+
 @pytest.mark.requirements("RES-10")
-def test_result_over_64_kib_is_output_limit(host, http_mock, model):
+def test_result_over_64_kib_is_output_limit(host, http_mock, stdio_mock, model):
     """A result over 64 KiB gives `output_limit`: its first part, marked as truncated; the
-    model receives at most 64 KiB of it.
+    model receives at most 64 KiB of it. Counted in bytes of UTF-8 (1 KiB allowed for the
+    client's framing): a multi-byte result of 120 KiB (under 64 Ki characters) is cut, one
+    of 63 KiB is not (completed, whole, unmarked)."""
+    over = multibyte_lines(120 * KIB, "RESULT-BEGIN\n", "RESULT-END")
+    under = multibyte_lines(OUTPUT_LIMIT - FRAMING_SLACK, "UNDER-BEGIN\n", "UNDER-END")
+    assert len(over) < OUTPUT_LIMIT < len(over.encode()), "the fixture must straddle the limit"
+    docs = server_of(
+        http_mock,
+        stdio_mock,
+        "sse",
+        [Tool("over", reply=Reply.text(over)), Tool("under", reply=Reply.text(under))],
+    )
+    _, told_ = call_each(host, model, [Variant("docs", docs, "sse", ("over", "under"))])
 
-    Measured as the UTF-8 size of the whole output text the model receives, allowing 1 KiB
-    more for the client's framing (a status line, the truncation marker). The result is
-    ~120 KiB of UTF-8 but under 64 Ki characters, so counting characters is not enough."""
-    lines = "".join(f"line {i:05d} " + "€" * 16 + "\n" for i in range(2000))
-    result = "RESULT-BEGIN\n" + lines + "RESULT-END"
-    assert len(result) < OUTPUT_LIMIT < len(result.encode()), "the fixture must straddle the limit"
-    docs = http_mock(one_tool(Reply.text(result)))
-    _, turn, text = ask_one_call(host, model, docs)
-
-    problem = status_problem(model, turn, "output_limit")
+    problem = told_.status_problem("docs/over", "output_limit")
     check(problem is None, ids="RES-10", expected="status output_limit", actual=problem or "")
-    size = len((text or "").encode("utf-8"))
+    text = told_.text("docs/over") or ""
+    size = len(text.encode("utf-8"))
     check(
         size <= OUTPUT_LIMIT + FRAMING_SLACK,
         ids="RES-10",
         expected=(
-            "at most 64 KiB of the result "
+            "at most 64 KiB of the result, in bytes of UTF-8 "
             f"(output ≤ {OUTPUT_LIMIT + FRAMING_SLACK} bytes with framing)"
         ),
-        actual=f"the model received {size} bytes",
+        actual=f"the model received {size} bytes ({len(text)} characters)",
     )
-    head = result[:8000]
+    head = over.encode()[: 16 * KIB].decode("utf-8", "ignore")
     check(
-        text is not None and head in text and "RESULT-END" not in text,
+        head in text and "RESULT-END" not in text,
         ids="RES-10",
-        expected="the first part of the result (its start whole, its end absent)",
+        expected="the first part of the result (its first 16 KiB whole, its end absent)",
         actual=shown(text),
     )
-    rest = (text or "").replace(head, "")
+    rest = text.replace(head, "")
     check(
         TRUNCATED.search(rest) is not None,
         ids="RES-10",
         expected="a mark that the output was truncated",
-        actual=f"the output ends with {(text or '')[-120:]!r}",
+        actual=f"the output ends with {text[-120:]!r}",
     )
+    problem = told_.status_problem("docs/under", "completed")
+    under_text = told_.text("docs/under") or ""
+    check(
+        problem is None and under in under_text and TRUNCATED.search(under_text) is None,
+        ids="RES-10",
+        expected=(
+            f"a result of {len(under.encode())} bytes (just under 64 KiB) completed, whole "
+            "and not marked truncated"
+        ),
+        actual=problem or f"{len(under_text.encode())} bytes received: {under_text[-120:]!r}",
+    )
+
+
+# ---- RES-11 --------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("RES-11")
-def test_every_call_gets_exactly_one_output(host, http_mock, model):
+def test_every_call_gets_exactly_one_output(host, http_mock, stdio_mock, model):
     """Every function call the model made gets exactly one paired output (same `call_id`) in
-    the next model request, whatever its status."""
-    docs = http_mock(
-        ServerSpec(
-            name="docs",
-            tools=[
-                Tool("ok", "Works.", reply=Reply.text("fine")),
-                Tool("bad", "Fails.", reply=Reply.tool_error("nope")),
-            ],
-        )
+    the next model request, whatever its status (unknown first, then completed, failed,
+    denied, output_limit), for calls in one reply and in a later reply; and keeps exactly
+    one in every later request, of this turn and the next."""
+    docs = server_of(
+        http_mock,
+        stdio_mock,
+        "sse",
+        [
+            Tool("ok", reply=Reply.text("fine")),
+            Tool("bad", reply=Reply.tool_error("nope")),
+            Tool("big", reply=Reply.text("x" * (OUTPUT_LIMIT + 8 * KIB))),
+        ],
     )
-    flaky = http_mock(
-        one_tool(
-            Reply.text("never sent"), name="flaky", misbehaviour=Misbehaviour(drop_call="close")
-        )
-    )
-    host.add_http("docs", docs)
-    host.add_http("flaky", flaky)
+    flaky = server_of(http_mock, stdio_mock, "sse", [Tool("flaky")], drop_call="close")
+    add_variants(host, [Variant("docs", docs, "sse"), Variant("flaky", flaky, "sse")])
     running = host.start()
     model.script(
         [
             Step.calls(
                 [
-                    Step.call(server="docs", tool="ok", arguments={"k": "approve-1"}),
-                    Step.call(server="docs", tool="bad", arguments={"k": "approve-2"}),
-                    Step.call(server="docs", tool="ok", arguments={"k": "deny-me"}),
-                    Step.call(server="flaky", tool="flaky", arguments={"k": "approve-3"}),
+                    Step.call(server="flaky", tool="flaky", arguments={"tag": "unknown"}),
+                    Step.call(server="docs", tool="ok", arguments={"tag": "completed"}),
+                    Step.call(server="docs", tool="bad", arguments={"tag": "failed"}),
+                    Step.call(server="docs", tool="ok", arguments={"tag": "denied"}),
+                    Step.call(server="docs", tool="big", arguments={"tag": "output_limit"}),
                 ]
             ),
+            Step.call(server="docs", tool="ok", arguments={"tag": "later reply"}),
             Step.text("ok"),
         ]
     )
-    running.ask("use them all", approve=lambda c: "n" if "deny-me" in c.arguments else "y")
+    running.ask("use them all", approve=lambda c: "n" if "denied" in c.arguments else "y")
+    model.script([Step.text("ok")])
+    running.ask("and now?", approve="y", acknowledge=True)
 
+    made = [call for calls in reply_calls(model) for call in calls]
+    tags = [json.loads(c["arguments"]).get("tag") for c in made]
+    first_reply = reply_calls(model)[0] if reply_calls(model) else []
+    precondition(
+        len(first_reply) == 5,
+        ids="DISC-1",
+        expected="the tools offered: the model made its 5 calls of the first reply",
+        actual=f"{len(first_reply)} calls: {tags}",
+    )
+    problems: list[str] = []
     bodies = model_requests(model)
-    made = reply_calls(model)[0] if reply_calls(model) else []
+    for index, body in enumerate(bodies):
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        earlier = [c for k, calls in enumerate(reply_calls(model)[:index]) for c in calls]
+        for call, tag in zip(made, tags, strict=True):
+            if call not in earlier:
+                continue
+            outputs = sum(
+                1
+                for i in items
+                if isinstance(i, dict)
+                and i.get("type") == "function_call_output"
+                and i.get("call_id") == call["call_id"]
+            )
+            if outputs != 1:
+                problems.append(f"model request {index + 1}: {outputs} outputs for the {tag} call")
     check(
-        len(made) == 4,
-        ids="RES-11",
-        expected="the model made 4 calls (precondition)",
-        actual=f"{len(made)} calls",
-    )
-    check(
-        len(bodies) >= 2,
-        ids="RES-11",
-        expected="a next model request",
-        actual=f"{len(bodies)} request(s)",
-    )
-    counts = {c["call_id"]: len(paired_outputs(bodies[1], c["call_id"])) for c in made}
-    check(
-        all(n == 1 for n in counts.values()),
+        len(bodies) >= 4 and not problems,
         ids="RES-11",
         expected=(
-            "exactly one output per call_id in the next request "
-            "(completed, failed, denied, unknown)"
+            "exactly one output per call_id in the next request and every later one "
+            "(unknown, completed, failed, denied, output_limit; one reply and the next)"
         ),
-        actual=", ".join(f"{c['name']}({c['arguments']}): {counts[c['call_id']]}" for c in made),
+        actual=f"{len(bodies)} model request(s) ({len(made)} calls); " + "; ".join(problems),
     )
+
+
+# ---- RES-12 --------------------------------------------------------------------------------
+
+# Every cause of an unknown outcome, and the rule that makes it unknown:
+# (name, transport, misbehaviour, requirement).
+UNKNOWN_CAUSES = [
+    ("closed", "sse", {"drop_call": "close"}, "RES-7"),
+    ("reset", "json", {"drop_call": "reset"}, "RES-7"),
+    ("status-503", "json", {"call_http_status": 503}, "RES-7"),
+    ("garbled", "sse", {"garbage_at": "tools/call"}, "RES-7"),
+    ("exits", "stdio", {"drop_call": "close"}, "RES-7"),
+    ("oversized", "json", {"oversize_at": "tools/call"}, "RES-8"),
+    ("timeout", "sse", {"stall": ["tools/call"]}, "RES-6"),
+]
 
 
 @pytest.mark.requirements("RES-12")
-@pytest.mark.parametrize("cause", ["close", "timeout"])
-def test_unknown_output_says_may_have_acted_and_no_retry(host, http_mock, model, cause):
+def test_unknown_output_says_may_have_acted_and_no_retry(
+    host, http_mock, stdio_mock, model, timeouts
+):
     """The `unknown` output tells the model that the server may have acted and that the call
-    must not be retried automatically (matched on meaning, several phrasings accepted)."""
-    bad = (
-        Misbehaviour(drop_call="close") if cause == "close" else Misbehaviour(stall=["tools/call"])
-    )
-    docs = http_mock(one_tool(Reply.text("never sent"), misbehaviour=bad))
-    _, turn, text = ask_one_call(host, model, docs)
+    must not be retried automatically, whatever made it unknown (a lost connection, a 5xx,
+    a garbled answer, a stdio server that exited, an oversized answer, a timeout); matched on
+    meaning, several phrasings accepted."""
+    variants = [
+        Variant(
+            name, server_of(http_mock, stdio_mock, transport, [Tool("query")], **bad), transport
+        )
+        for name, transport, bad, _rid in UNKNOWN_CAUSES
+    ]
+    # Every call here ends unknown whatever the machine's speed (one slower than the call
+    # timeout too), so half the usual timeout changes no verdict and costs less (and leaves
+    # the oversized answer time to be read, so its own unknown output is the one checked).
+    _, told_ = call_each(host, model, variants, call_timeout=timeouts.call / 2)
 
-    problem = status_problem(model, turn, "unknown")
-    check(problem is None, ids="RES-12", expected="status unknown", actual=problem or "")
+    for name, _transport, _bad, rid in UNKNOWN_CAUSES:
+        problem = told_.status_problem(f"{name}/query", "unknown")
+        precondition(
+            problem is None,
+            ids=rid,
+            expected=f"the {name} call ends unknown (RES-12 is about what its output says)",
+            actual=problem or "",
+        )
+    problems = []
+    for name, *_ in UNKNOWN_CAUSES:
+        text = told_.text(f"{name}/query") or ""
+        if MAY_HAVE_ACTED.search(text) is None:
+            problems.append(f"{name}: does not say the server may have acted: {text[:200]!r}")
+        if NO_RETRY.search(text) is None:
+            problems.append(f"{name}: does not say not to retry: {text[:200]!r}")
     check(
-        MAY_HAVE_ACTED.search(text or "") is not None,
+        not problems,
         ids="RES-12",
-        expected="the output says the server may have acted (e.g. 'may have run')",
-        actual=shown(text),
-    )
-    check(
-        NO_RETRY.search(text or "") is not None,
-        ids="RES-12",
-        expected="the output says the call must not be retried automatically (e.g. 'do not retry')",
-        actual=shown(text),
+        expected=(
+            "every unknown output says the server may have acted (e.g. 'may have run') and "
+            "that the call must not be retried automatically (e.g. 'do not retry')"
+        ),
+        actual="; ".join(problems),
     )

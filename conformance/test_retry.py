@@ -1,31 +1,48 @@
 """RETRY: uncertain outcomes.
 
 Strategy: a call whose outcome is unknown must never be sent again, by the client or by a
-library under it, so the server's journal is watched across a grace period after the turn
-and across the next question (a retry deferred to the next turn is still a retry). The
-acknowledgement rule is checked from inside the acknowledgement callback: it runs at the
-moment the client asks, so it records how many requests the model service had received by
-then; the question must not have gone out before the answer.
+library under it, so each server's journal is watched across a grace period after the turn,
+across the next question (a retry deferred to the next turn is still a retry) and across a
+restart of the host in a new process with the session reopened (a retry "on recovery" is
+one too). Every way a call ends `unknown` that a host or its libraries treat differently is
+its own server: a timeout over HTTP and stdio, a reset, a close, an oversized answer, a 5xx
+status, a garbled answer, a stdio server that exits, and an SSE stream the server closes
+before the result (SSE polling: resuming it with GET and Last-Event-ID is not resending;
+POSTing the call again is).
+
+The acknowledgement rule is checked from inside the acknowledgement callback: it runs at
+the moment the client asks, so it records how many requests the model service had received
+by then; the question must not have gone out before the answer. Whether the call ended
+`unknown` at all is another rule's (RES-6/7/8/9): a `precondition` under that rule.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.observe import model_requests, user_texts
-from mcp_host_conformance.harness.outcomes import check
-from mcp_host_conformance.mocks.journal import JournalTimeout
+from mcp_host_conformance.harness.observe import model_requests, stays_quiet, user_texts
+from mcp_host_conformance.harness.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
-CAUSES = {
-    "timeout": Misbehaviour(stall=["tools/call"]),
-    "reset": Misbehaviour(drop_call="reset"),
-    "close": Misbehaviour(drop_call="close"),
-    "oversize": Misbehaviour(oversize_at="tools/call"),
-}
+# (name, transport, misbehaviour, the rule that makes the call unknown)
+CAUSES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("timeout", "sse", {"stall": ["tools/call"]}, "RES-6"),
+    ("stdio-timeout", "stdio", {"stall": ["tools/call"]}, "RES-6"),
+    ("reset", "sse", {"drop_call": "reset"}, "RES-7"),
+    ("closed", "json", {"drop_call": "close"}, "RES-7"),
+    ("status-502", "json", {"call_http_status": 502}, "RES-7"),
+    ("garbled", "sse", {"garbage_at": "tools/call"}, "RES-7"),
+    ("stdio-exits", "stdio", {"drop_call": "close"}, "RES-7"),
+    ("oversized", "json", {"oversize_at": "tools/call"}, "RES-8"),
+]
+# SSE polling: a resuming client gets the result (completed), one that does not says unknown;
+# either way the call is POSTed once.
+POLLED = [("polled", "deliver"), ("polled-twice", "close-again")]
 # What an acknowledgement prompt must convey: the earlier call may already have run.
 MAY_HAVE_RUN = re.compile(
     r"\b(may|might|could|possibly|perhaps)\b|unknown|uncertain|unclear|not sure|not known",
@@ -33,134 +50,250 @@ MAY_HAVE_RUN = re.compile(
 )
 
 
-def uncertain_spec(bad: Misbehaviour) -> ServerSpec:
+def uncertain_spec(transport: str, **bad: Any) -> ServerSpec:
     return ServerSpec(
         name="docs",
         tools=[Tool("create", "Creates a ticket.", reply=Reply.text("created"))],
-        misbehaviour=bad,
+        response_mode="json" if transport == "json" else "sse",
+        misbehaviour=Misbehaviour(**bad),
     )
+
+
+def serve(http_mock, stdio_mock, host, name: str, transport: str, **bad: Any):
+    mock = (stdio_mock if transport == "stdio" else http_mock)(uncertain_spec(transport, **bad))
+    if transport == "stdio":
+        host.add_stdio(name, mock)
+    else:
+        host.add_http(name, mock)
+    return mock
+
+
+def quick_timeout(timeouts) -> float:
+    """The call timeout of the cases here: a quarter of the usual one. Every call in them
+    is meant to end `unknown`, and any call that took longer than this would end `unknown`
+    all the same, so a slow machine changes no verdict; a timeout costs less."""
+    return timeouts.call / 4
 
 
 def model_posts(model) -> int:
     return len(model_requests(model))
 
 
-def start_with_unknown(host, mock, model, stdio=False, require=True):
-    """Configure `mock`, start, and run one turn whose only call should end `unknown`
-    (required unless `require` is false); (running, turn)."""
-    if stdio:
-        host.add_stdio("docs", mock)
-    else:
-        host.add_http("docs", mock)
-    running = host.start()
-    model.script(
-        [
-            Step.call(server="docs", tool="create", arguments={"title": "t-1"}),
-            Step.text("first answer"),
-        ]
-    )
-    turn = running.ask("create a ticket", approve="y")
+def create(server: str) -> Step:
+    return Step.call(server=server, tool="create", arguments={"title": f"ticket for {server}"})
+
+
+def ask_unknown(running, model, server: str, rid: str, question: str = "create a ticket"):
+    """One turn whose only call (of `server`) must end unknown (a precondition under `rid`)."""
+    model.script([create(server), Step.text("first answer")])
+    turn = running.ask(question, approve="y", acknowledge=True)
     statuses = [c.status for c in turn.calls]
-    assert not require or statuses == ["unknown"], (
-        f"precondition: the call should end unknown, the client reported {statuses}"
+    precondition(
+        statuses == ["unknown"],
+        ids=rid,
+        expected=f"the call to {server} ends unknown (what follows it is this case's rule)",
+        actual=f"the client reported {statuses}",
     )
-    return running, turn
+    return turn
+
+
+# ---- RETRY-1 -------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("RETRY-1")
-@pytest.mark.parametrize("cause", ["timeout", "reset", "close", "oversize", "stdio-timeout"])
-def test_uncertain_call_is_never_sent_twice(host, http_mock, stdio_mock, model, timeouts, cause):
+def test_uncertain_call_is_never_sent_twice(
+    host, restarted_host, http_mock, stdio_mock, model, timeouts
+):
     """A call is never sent twice: after a timeout, a dropped connection or an oversized
     response the server has received exactly one `tools/call` for it, from the client and
-    from any library it uses."""
-    stdio = cause.startswith("stdio-")
-    spec = uncertain_spec(CAUSES[cause.removeprefix("stdio-")])
-    mock = stdio_mock(spec) if stdio else http_mock(spec)
-    running, _turn = start_with_unknown(host, mock, model, stdio=stdio, require=False)
+    from any library it uses: over HTTP (timeout, reset, close, 5xx, garbled, oversized, an
+    SSE stream closed before the result) and stdio (timeout, the server exits); watched
+    across a grace period, the next question, and a restart of the host in a new process
+    that reopens the session."""
+    mocks = {
+        name: serve(http_mock, stdio_mock, host, name, transport, **bad)
+        for name, transport, bad, _rid in CAUSES
+    }
+    for name, variant in POLLED:
+        mocks[name] = serve(http_mock, stdio_mock, host, name, "sse", poll_call=variant)
+    running = host.start(call_timeout=quick_timeout(timeouts))
+    model.script([Step.calls([create(name) for name in mocks]), Step.text("first answer")])
+    turn = running.ask("create tickets everywhere", approve="y")
 
-    try:
-        mock.journal.wait_for("tools/call", count=2, timeout=timeouts.grace)
-    except JournalTimeout:
-        pass
-    after_turn = mock.journal.count("tools/call")
+    rules = {name: rid for name, _t, _b, rid in CAUSES} | {name: "RES-7" for name, _ in POLLED}
+    for name, mock in mocks.items():
+        precondition(
+            mock.journal.count("tools/call") > 0,
+            ids=rules[name],
+            expected=f"the approved call to {name} sent (what follows it is this case's rule)",
+            actual=f"never sent; the client reported {[c.status for c in turn.calls]}",
+        )
+
+    def counts() -> dict[str, int]:
+        return {name: mock.journal.count("tools/call") for name, mock in mocks.items()}
+
+    # One grace period for all: any resend would have arrived at one of them by then.
+    stays_quiet(mocks["timeout"].journal, timeouts.grace, "nothing/expected")
+    after_turn = counts()
     model.script([Step.text("second answer")])
     running.ask("anything new?", approve="y", acknowledge=True)
-    after_next = mock.journal.count("tools/call")
+    after_next = counts()
+    stopped = running.stop()
+    again = restarted_host().start(resume=stopped.session_id)
+    model.script([Step.text("third answer")])
+    before = model_posts(model)
+    again.ask("and after the restart?", approve="y", acknowledge=True)
     check(
-        after_turn == 1 and after_next == 1,
+        model_posts(model) > before,
+        ids="RETRY-1",
+        expected="the restarted host asks the model (the watch after the restart is not vacuous)",
+        actual="no model request after the restart",
+    )
+    again.stop()
+    after_restart = counts()
+    resent = {
+        name: (after_turn[name], after_next[name], after_restart[name])
+        for name in mocks
+        if (after_turn[name], after_next[name], after_restart[name]) != (1, 1, 1)
+    }
+    check(
+        not resent,
         ids="RETRY-1",
         expected=(
-            f"exactly one tools/call after a {cause}, "
-            f"across {timeouts.grace:g} s and the next question"
+            f"exactly one tools/call at each server, across {timeouts.grace:g} s, the next "
+            "question and a restart (a resumed SSE stream is a GET, not a resend)"
         ),
-        actual=f"{after_turn} after the turn, {after_next} after the next question",
+        actual="; ".join(
+            f"{name}: {a} after the turn, {b} after the next question, {c} after the restart"
+            for name, (a, b, c) in resent.items()
+        ),
     )
+
+
+# ---- RETRY-2 -------------------------------------------------------------------------------
+
+# The causes after which the acknowledgement is checked (each one a host may handle apart).
+ACK_CAUSES = ["closed", "timeout", "stdio-exits", "oversized", "status-502"]
 
 
 @pytest.mark.requirements("RETRY-2")
-def test_next_question_waits_for_acknowledgement(host, http_mock, model):
+def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
-    acknowledges that the call may already have run."""
-    docs = http_mock(uncertain_spec(Misbehaviour(drop_call="close")))
-    running, _turn = start_with_unknown(host, docs, model)
+    acknowledges that the call may already have run: after a lost connection, a timeout, a
+    stdio server that exited, an oversized answer and a 5xx status."""
+    causes = [c for c in CAUSES if c[0] in ACK_CAUSES]
+    for name, transport, bad, _rid in causes:
+        serve(http_mock, stdio_mock, host, name, transport, **bad)
+    running = host.start(call_timeout=quick_timeout(timeouts))
+    problems = []
+    for name, _transport, _bad, rid in causes:
+        ask_unknown(running, model, name, rid)
+        before = model_posts(model)
+        asked: list[tuple[str, int]] = []
+
+        def acknowledge(prompt: str, asked: list[tuple[str, int]] = asked) -> bool:
+            asked.append((prompt, model_posts(model)))
+            return True
+
+        model.script([Step.text("second answer")])
+        question = f"the question after {name}"
+        running.ask(question, approve="y", acknowledge=acknowledge)
+        sent = [
+            b for b in model_requests(model)[before:] if any(question in t for t in user_texts(b))
+        ]
+        if not asked:
+            problems.append(f"after {name}: no acknowledgement asked before the next question")
+            continue
+        prompt, seen = asked[0]
+        if seen != before:
+            problems.append(
+                f"after {name}: {seen - before} model request(s) sent before the acknowledgement"
+            )
+        if MAY_HAVE_RUN.search(prompt) is None:
+            problems.append(
+                f"after {name}: the prompt {prompt[:200]!r} does not say it may have run"
+            )
+        if not sent:
+            problems.append(f"after {name}: the question never sent once acknowledged")
+    check(
+        not problems,
+        ids="RETRY-2",
+        expected=(
+            "after each unknown outcome, an acknowledgement that the call may already have run, "
+            "before the next question goes out; the question sent once acknowledged"
+        ),
+        actual="; ".join(problems),
+    )
+
+
+@pytest.mark.needs_cancel
+@pytest.mark.requirements("RETRY-2")
+def test_cancelled_call_needs_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
+    """After an `unknown` result, the user's next question is not sent until the user
+    acknowledges that the call may already have run: also when the user cancelled the call
+    (the server may have acted on it all the same)."""
+    docs = serve(http_mock, stdio_mock, host, "docs", "sse", stall=["tools/call"])
+    long_timeout = 4 * timeouts.wait  # only the cancel can end the call in time
+    running = host.start(call_timeout=long_timeout)
+    model.script([create("docs"), Step.text("first answer")])
+
+    def cancel_when_sent() -> None:
+        try:
+            docs.journal.wait_for("tools/call", timeout=timeouts.wait)
+        except AssertionError:
+            return
+        running.cancel()
+
+    helper = threading.Thread(target=cancel_when_sent, name="RETRY-2 cancel", daemon=True)
+    helper.start()
+    turn = running.ask("create a ticket", approve="y", bound=long_timeout + 2 * timeouts.wait)
+    helper.join(timeouts.wait)
+    statuses = [c.status for c in turn.calls]
+    precondition(
+        statuses == ["unknown"],
+        ids="RES-9",
+        expected="the cancelled call ends unknown (what follows it is this case's rule)",
+        actual=f"the client reported {statuses}",
+    )
     before = model_posts(model)
-    asked: list[tuple[str, int]] = []
-
-    def acknowledge(prompt: str) -> bool:
-        asked.append((prompt, model_posts(model)))
-        return True
-
+    asked: list[int] = []
     model.script([Step.text("second answer")])
-    question = "second question 5e1d"
-    running.ask(question, approve="y", acknowledge=acknowledge)
+    running.ask(
+        "the question after a cancel",
+        approve="y",
+        acknowledge=lambda _prompt: asked.append(model_posts(model)) is None,
+    )
+    check(
+        asked != [] and asked[0] == before,
+        ids="RETRY-2",
+        expected="an acknowledgement asked before the next question after a cancelled call",
+        actual="none asked" if not asked else f"{asked[0] - before} request(s) sent before it",
+    )
 
-    check(
-        asked != [],
-        ids="RETRY-2",
-        expected="an acknowledgement asked before the next question",
-        actual="none asked",
-    )
-    prompt, seen = asked[0]
-    check(
-        seen == before,
-        ids="RETRY-2",
-        expected="no model request before the acknowledgement",
-        actual=f"{seen - before} model request(s) sent before the acknowledgement was answered",
-    )
-    check(
-        MAY_HAVE_RUN.search(prompt) is not None,
-        ids="RETRY-2",
-        expected="the acknowledgement says the earlier call may already have run",
-        actual=f"the prompt was {prompt[:200]!r}",
-    )
-    sent = [b for b in model_requests(model)[before:] if any(question in t for t in user_texts(b))]
-    check(
-        sent != [],
-        ids="RETRY-2",
-        expected="the question sent once acknowledged",
-        actual="it was never sent",
-    )
+
+# ---- RETRY-3 -------------------------------------------------------------------------------
 
 
 @pytest.mark.requirements("RETRY-3")
-def test_declined_acknowledgement_keeps_question_and_session(host, http_mock, model):
+def test_declined_acknowledgement_keeps_question_and_session(host, http_mock, stdio_mock, model):
     """Declining the acknowledgement keeps the question unsent and the session usable: a
-    later acceptance sends it, without a restart."""
-    docs = http_mock(uncertain_spec(Misbehaviour(drop_call="close")))
-    running, _turn = start_with_unknown(host, docs, model)
+    later acceptance sends it, without a restart (also after declining twice)."""
+    serve(http_mock, stdio_mock, host, "docs", "sse", drop_call="close")
+    running = host.start()
+    ask_unknown(running, model, "docs", "RES-7")
     before = model_posts(model)
     question = "second question 9b7c"
     model.script([Step.text("second answer")])
 
-    declined = running.ask(question, approve="y", acknowledge=False)
+    declined = [running.ask(question, approve="y", acknowledge=False) for _ in range(2)]
     after_decline = model_posts(model)
     check(
-        after_decline == before and not declined.question_sent,
+        after_decline == before and not any(t.question_sent for t in declined),
         ids="RETRY-3",
-        expected="a declined acknowledgement keeps the question unsent",
+        expected="a declined acknowledgement keeps the question unsent (twice)",
         actual=(
             f"{after_decline - before} model request(s) after declining; "
-            f"question_sent={declined.question_sent}"
+            f"question_sent={[t.question_sent for t in declined]}"
         ),
     )
     prompts_before = len(host.acknowledgements)

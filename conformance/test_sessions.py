@@ -6,7 +6,14 @@ client reported and in the next model request. Then the server goes away (remove
 configuration, or offline, or renamed its tools) and the client reopens the session with
 `resume=`: it must load (the next model request carries the earlier question, call and
 paired output, by the same `call_id`), and no server may be called again while reopening
-(a removed server's live mock keeps an empty journal, not even `initialize`).
+(a removed server's live mock keeps an empty journal, not even `initialize`). The main
+cases reopen in a restarted host: the client under test in a new process of its own
+(`restarted_host`), so nothing the first process kept in memory can stand in for what it
+saved; the others reopen in the same process.
+
+What a session must carry across a restart includes what the person still owes it: a
+session whose last call ended `unknown` and was not acknowledged still asks for the
+acknowledgement before the next question goes out (RETRY-2, across the restart).
 """
 
 from __future__ import annotations
@@ -25,9 +32,9 @@ from mcp_host_conformance.harness.observe import (
     offered_function,
     status_text,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
-from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
+from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
 
 def marker(what: str) -> str:
@@ -214,9 +221,12 @@ def test_result_is_shown_saved_and_sent(host, http_mock, model):
 
 
 @pytest.mark.requirements("SESS-2")
-def test_reopens_with_its_servers_removed_without_calling_them(host, http_mock, stdio_mock, model):
+def test_reopens_with_its_servers_removed_without_calling_them(
+    host, restarted_host, http_mock, stdio_mock, model
+):
     """A session that used an MCP server reopens when that server is removed; nothing is
-    called again while reopening (not even initialize: the server is not configured)."""
+    called again while reopening (not even initialize: the server is not configured).
+    Reopened by a restarted host process."""
     docs = http_mock(
         ServerSpec(name="docs", tools=[Tool("query", reply=Reply.text(marker("out")))])
     )
@@ -233,7 +243,7 @@ def test_reopens_with_its_servers_removed_without_calling_them(host, http_mock, 
     local_starts = len(local.process_entries())
     requests_before = len(model_requests(model))
 
-    running, turn = second_run(host, model, first.session_id, "SESS-2")
+    running, turn = second_run(restarted_host(), model, first.session_id, "SESS-2")
 
     check(
         len(docs.journal.entries()) == docs_seen,
@@ -343,8 +353,9 @@ def replay_problems(body: Any, first: FirstRun) -> list[str]:
 
 
 @pytest.mark.requirements("SESS-3")
-def test_reopened_session_replays_call_and_paired_output(host, http_mock, model):
-    """After reopening, the next model request carries the earlier call and its paired output."""
+def test_reopened_session_replays_call_and_paired_output(host, restarted_host, http_mock, model):
+    """After reopening, the next model request carries the earlier call and its paired output
+    (reopened by a restarted host process)."""
     docs = http_mock(
         ServerSpec(name="docs", tools=[Tool("query", reply=Reply.text(marker("out")))])
     )
@@ -362,7 +373,7 @@ def test_reopened_session_replays_call_and_paired_output(host, http_mock, model)
     host.remove("docs")  # reopen with no MCP tools at all
     requests_before = len(model_requests(model))
 
-    running, _ = second_run(host, model, first.session_id, "SESS-3")
+    running, _ = second_run(restarted_host(), model, first.session_id, "SESS-3")
 
     bodies = model_requests(model)[requests_before:]
     problems = replay_problems(bodies[0], first) if bodies else ["no model request after reopening"]
@@ -380,9 +391,9 @@ def test_reopened_session_replays_call_and_paired_output(host, http_mock, model)
 
 
 @pytest.mark.requirements("SESS-4")
-def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
+def test_reopens_after_the_server_renamed_its_tools(host, restarted_host, http_mock, model):
     """Recorded MCP calls are checked only by the shape of their arguments (a JSON object),
-    not by whether the tool still exists."""
+    not by whether the tool still exists (reopened by a restarted host process)."""
     before = http_mock(
         ServerSpec(name="docs", tools=[Tool("query", reply=Reply.text(marker("out")))])
     )
@@ -401,7 +412,7 @@ def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
     host.add_http("docs", after)
     requests_before = len(model_requests(model))
 
-    running, turn = second_run(host, model, first.session_id, "SESS-4")
+    running, turn = second_run(restarted_host(), model, first.session_id, "SESS-4")
 
     status = running.status("docs")
     check(
@@ -434,4 +445,76 @@ def test_reopens_after_the_server_renamed_its_tools(host, http_mock, model):
         ids="SESS-4",
         expected="no call sent to the renamed server while reopening",
         actual=f"{after.journal.count('tools/call')} tools/call",
+    )
+
+
+# ---- RETRY-2 across a restart ------------------------------------------------------------
+
+
+@pytest.mark.requirements("RETRY-2")
+def test_unacknowledged_unknown_still_asks_after_reopening(host, restarted_host, http_mock, model):
+    """After an `unknown` result, the user's next question is not sent until the user
+    acknowledges that the call may already have run: also when the session is reopened by
+    a restarted host, after the acknowledgement was declined, or never asked for (the
+    session ended first)."""
+    flaky = http_mock(
+        ServerSpec(
+            name="flaky",
+            tools=[Tool("create", reply=Reply.text("created"))],
+            misbehaviour=Misbehaviour(drop_call="close"),
+        )
+    )
+    host.add_http("flaky", flaky)
+    problems = []
+    for ending in ("declined", "never asked"):
+        running = host.start()
+        model.script(
+            [Step.call(server="flaky", tool="create", arguments={"n": 1}), Step.text("answer")]
+        )
+        turn = running.ask(f"create a ticket ({ending})", approve="y", acknowledge=True)
+        statuses = [c.status for c in turn.calls]
+        precondition(
+            statuses == ["unknown"],
+            ids="RES-7",
+            expected="the dropped call ends unknown (what follows it is this case's rule)",
+            actual=f"the client reported {statuses}",
+        )
+        if ending == "declined":
+            before = len(model_requests(model))
+            running.ask("a question declined", approve="y", acknowledge=False)
+            if len(model_requests(model)) != before:
+                problems.append("a declined acknowledgement still sent the question")
+        stopped = running.stop()
+        again = restarted_host().start(resume=stopped.session_id)
+        before = len(model_requests(model))
+        asked: list[int] = []
+        question = f"the first question after reopening ({ending}) {marker('q')}"
+        model.script([Step.text("reopened answer")])
+        again.ask(
+            question,
+            approve="y",
+            acknowledge=lambda _prompt, asked=asked: (
+                asked.append(len(model_requests(model))) is None
+            ),
+        )
+        again.stop()
+        sent = [
+            b
+            for b in model_requests(model)[before:]
+            if question in json.dumps(b.get("input"), ensure_ascii=False)
+        ]
+        if not asked:
+            problems.append(f"{ending}: no acknowledgement asked after reopening")
+        elif asked[0] != before:
+            problems.append(f"{ending}: {asked[0] - before} model request(s) before it")
+        elif not sent:
+            problems.append(f"{ending}: the question never sent once acknowledged")
+    check(
+        not problems,
+        ids="RETRY-2",
+        expected=(
+            "the reopened session asks for the acknowledgement of the unknown call before the "
+            "next question goes out (acknowledgement declined, or never asked before the end)"
+        ),
+        actual="; ".join(problems),
     )

@@ -14,6 +14,7 @@ protocols of `mcp_host_conformance.harness.mock_contract`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [  # what the plugin registers: the fixtures (and the Case type they share)
     "Case",
+    "_second_process",
     "adapter",
     "case",
     "description",
@@ -60,6 +62,7 @@ __all__ = [  # what the plugin registers: the fixtures (and the Case type they s
     "model",
     "network",
     "project",
+    "restarted_host",
     "secrets",
     "stdio_mock",
     "timeouts",
@@ -258,6 +261,45 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
     )
     case.hosts.append(owner)
     return owner
+
+
+@pytest.fixture(scope="session")
+def _second_process(pytestconfig: pytest.Config) -> Iterator[list[Adapter]]:
+    """The client under test in a second process of its own
+    (`mcp_host_conformance.harness.fresh_process`), started when a case first restarts the
+    host and kept for the run: one spawn per worker, not per case, since what matters is
+    that it is not the process that wrote the session."""
+    started: list[Adapter] = []
+    yield started
+    for adapter in started:
+        close = getattr(adapter, "close", None)
+        if callable(close):
+            close()
+
+
+@pytest.fixture
+def restarted_host(
+    pytestconfig: pytest.Config, case: Case, host: Host, _second_process: list[Adapter]
+) -> Callable[[], Host]:
+    """Factory: `restarted_host()` is `host` (same HOME, project, model and records of what
+    the user saw) driven by the client under test in another process of its own (as
+    `fresh_process.restarted` makes one, shared by the cases of this worker), for rules
+    that must hold across a restarted host process: a session reopened, a call never
+    resent. Its sessions are stopped with the case."""
+
+    def restart() -> Host:
+        if not _second_process:
+            from mcp_host_conformance.harness.driver import DriverAdapter
+            from mcp_host_conformance.harness.fresh_process import fresh_process_command
+
+            command = fresh_process_command(pytestconfig)
+            scale = timeout_scale(pytestconfig)
+            _second_process.append(DriverAdapter(command, timeout_scale=scale))
+        again = dataclasses.replace(host, adapter=_second_process[0])
+        case.hosts.append(again)
+        return again
+
+    return restart
 
 
 @pytest.fixture

@@ -152,6 +152,8 @@ def call_tool_result(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any] | 
         out["structuredContent"] = reply.structured
     if reply.is_error:
         out["isError"] = True
+    if reply.meta is not None:
+        out["_meta"] = reply.meta
     if reply.pad_to:
         missing = reply.pad_to - len(compact(out).encode())
         if missing > 0:

@@ -37,6 +37,7 @@ class Plan:
     garbage: bool = False  # send GARBAGE instead of any reply
     drop: str | None = None  # "reset" | "close" | "stall": drop the connection, no answer
     poll: str | None = None  # HTTP: answer through SSE polling (see Misbehaviour.poll_call)
+    http_status: int | None = None  # HTTP: this status instead of the reply (stdio: the reply)
     flood_stderr: int = 0  # stdio: bytes written to stderr before answering
     tools_after: tuple[Tool, ...] | None = None  # serve these afterwards; send list_changed
     counts_as_call: bool = False  # an answered tools/call (change_tools_after_call counts)
@@ -65,7 +66,7 @@ def decide(
     bad = spec.misbehaviour
     method = message["method"]
     id_ = message.get("id")
-    if bad.garbage:
+    if bad.garbage or method == bad.garbage_at:
         return Plan(garbage=True, events=({"event": "garbage", "method": method},))
     if method == "tools/call" and bad.drop_call:
         return Plan(drop=bad.drop_call, events=({"event": f"call-dropped-{bad.drop_call}"},))
@@ -89,6 +90,9 @@ def decide(
         if bad.change_tools_after_call and calls_answered == 0:
             fields["tools_after"] = tuple(bad.changed_tools)
             events.append({"event": "tools-changed", "count": len(bad.changed_tools)})
+        if bad.call_http_status:
+            fields["http_status"] = bad.call_http_status
+            events.append({"event": "call-http-status", "status": bad.call_http_status})
         if polls(bad, message):
             fields["poll"] = bad.poll_call
             if bad.poll_call == "stall":

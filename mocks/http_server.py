@@ -426,6 +426,12 @@ class HttpMock:
         if dropped:
             return await self._drop(dropped, conn)
         json_mode = self.spec.response_mode == "json"
+        status = next((p.http_status for p in plans if p.http_status), None)
+        if status is not None:
+            reason = b"the server failed" if status >= 500 else b"the request was refused"
+            kind = [("content-type", "text/plain")]
+            write_response(conn.writer, status, reason, kind + headers, keep_alive=keep)
+            return keep
         if any(plan.garbage for plan in plans):
             kind = JSON_HEADERS if json_mode else SSE_HEADERS
             write_response(conn.writer, 200, GARBAGE, kind + headers, keep_alive=keep)

@@ -43,6 +43,8 @@ class Reply:
     - echo: one text block holding the compact JSON of the arguments received.
     - pad_to: pad the text so the whole result is about this many bytes (RES-10 output
       limit; not the oversize misbehaviour, which breaks the 1 MiB message limit).
+    - meta: the result's `_meta` object, sent as is (a host shows none of it: a result can
+      be made large without changing what the model is told).
     """
 
     content: list[dict[str, Any]] = field(default_factory=list)
@@ -51,6 +53,7 @@ class Reply:
     jsonrpc_error: dict[str, Any] | None = None
     echo: bool = False
     pad_to: int | None = None
+    meta: dict[str, Any] | None = None
 
     # constructors for the common cases -------------------------------------------------
     @classmethod
@@ -222,6 +225,12 @@ class Misbehaviour:
       too) and on each call.
     - exit_at_once: stdio only, exit with this code before reading anything.
     - garbage: stdio only, answer every line with non-JSON text.
+    - garbage_at: a method ("tools/call") answered with garbage instead of its reply, every
+      other method answered normally (HTTP: a 200 whose body is not JSON-RPC, in the
+      response mode's content type; stdio: a line that is not JSON-RPC).
+    - call_http_status: HTTP only, answer every `tools/call` POST with this status (a 5xx,
+      as a failing server or a proxy in front of it would) and a short text body, after
+      the request was read and journalled (stdio answers the call normally).
     - spawn_child: stdio only, at start spawn a child process that stays in the server's
       process group and sleeps until killed (STDIO-5: a client that signals only the
       server's pid leaves it running); its pid is journalled as event "child-spawned".
@@ -276,6 +285,8 @@ class Misbehaviour:
     stderr_flood: int = 0
     exit_at_once: int | None = None
     garbage: bool = False
+    garbage_at: str | None = None
+    call_http_status: int | None = None
     spawn_child: bool = False
     exit_at: str | None = None
     ignore_sigterm: bool = False
@@ -456,6 +467,7 @@ CHECKS: dict[type, dict[str, Check]] = {
         "jsonrpc_error": _optional(_rpc_error),
         "echo": _boolean,
         "pad_to": _optional(_integer(0, MAX_BYTES_FIELD)),
+        "meta": _optional(_object),
     },
     Tool: {
         "name": _tool_name,
@@ -487,6 +499,8 @@ CHECKS: dict[type, dict[str, Check]] = {
         "stderr_flood": _integer(0, MAX_FLOOD),
         "exit_at_once": _optional(_integer(0, 255)),
         "garbage": _boolean,
+        "garbage_at": _optional(_string),
+        "call_http_status": _optional(_integer(400, 599)),
         "spawn_child": _boolean,
         "exit_at": _optional(_string),
         "ignore_sigterm": _boolean,

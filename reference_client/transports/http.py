@@ -209,7 +209,7 @@ class HttpTransport:
                 return found
         finally:
             await response.aclose()
-        return await self._resume(request_id, stream, lost)
+        return await self.resume_stream(request_id, stream, lost)
 
     async def _read_events(
         self, response: httpx.Response, request_id: Any, stream: SseParser
@@ -229,7 +229,9 @@ class HttpTransport:
             return None, f"connection lost while reading the response ({type(exc).__name__})"
         return None, None
 
-    async def _resume(self, request_id: Any, stream: SseParser, lost: str | None) -> dict[str, Any]:
+    async def resume_stream(
+        self, request_id: Any, stream: SseParser, lost: str | None
+    ) -> dict[str, Any]:
         """Resume the request's stream with GET + Last-Event-ID until its response comes."""
         ended = lost or "the event stream ended without a response"
         for _attempt in range(MAX_RESUMPTIONS):

@@ -177,3 +177,17 @@ def test_fail_at_answers_that_method_with_its_error():
     }
     assert got.events == ({"event": "failed", "method": "initialize"},)
     assert plan(call(), fail_at="initialize").reply == _rpc.answer(spec(), call())
+def test_garbage_at_one_method_only():
+    got = plan(call(), garbage_at="tools/call")
+    assert got.garbage and got.answers
+    assert not plan({"jsonrpc": "2.0", "id": 1, "method": "ping"}, garbage_at="tools/call").garbage
+
+
+def test_call_http_status_keeps_the_reply_for_stdio():
+    got = plan(call(), call_http_status=502)
+    assert got.http_status == 502 and got.reply == _rpc.answer(spec(), call())
+    assert {"event": "call-http-status", "status": 502} in got.events
+    assert (
+        plan({"jsonrpc": "2.0", "id": 1, "method": "ping"}, call_http_status=502).http_status
+        is None
+    )

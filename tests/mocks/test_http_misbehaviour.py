@@ -266,3 +266,25 @@ def test_a_mock_listens_on_another_loopback_address(raw, address, host):
         client = raw(mock)
         client.initialize()
         assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_call_http_status_answers_calls_only(start_mock, raw, status):
+    mock = start_mock(_spec(call_http_status=status))
+    client = raw(mock)
+    client.initialize()
+    assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"
+    response = client.post(CALL)
+    assert response.status_code == status
+    assert mock.journal.count("tools/call") == 1
+    assert mock.journal.entries(
+        kind="event", where=lambda e: e.extra == {"event": "call-http-status", "status": status}
+    )
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+def test_garbage_at_a_method_answers_the_others(start_mock, raw, mode):
+    mock = start_mock(_spec(mode, garbage_at="tools/call"))
+    client = raw(mock)
+    client.initialize()
+    assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"
+    response = client.post(CALL)
+    assert response.status_code == 200 and parse_messages_or_none(response) is None

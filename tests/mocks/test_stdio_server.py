@@ -341,3 +341,31 @@ def test_stderr_flood_comes_before_an_exit_at_once(spawn):
     )
     assert proc.p.wait(timeout=5) == 3
     assert proc.p.stderr.read() == b"E" * 4096
+def test_garbage_at_one_method_answers_the_others(spawn):
+    mock, proc = spawn(
+        ServerSpec(
+            tools=[Tool("t", reply=Reply.text("fine"))],
+            misbehaviour=Misbehaviour(garbage_at="tools/call"),
+        )
+    )
+    assert proc.request(1, "initialize", {})["result"]["serverInfo"]
+    proc.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t"}})
+    with pytest.raises(ValueError):
+        json.loads(proc.line())
+    assert mock.journal.entries(kind="event", where=lambda e: e.extra.get("event") == "garbage")
+
+
+def test_lines_are_raw_utf8_and_meta_is_sent(spawn):
+    text = "Zürich €5 中文 😀"
+    mock, proc = spawn(
+        ServerSpec(
+            tools=[
+                Tool("t", reply=Reply(content=[{"type": "text", "text": text}], meta={"k": text}))
+            ]
+        )
+    )
+    proc.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}})
+    line = proc.line()
+    assert text.encode() in line  # not \\u escapes: a client decoding with another charset is seen
+    result = json.loads(line)["result"]
+    assert result["content"][0]["text"] == text and result["_meta"] == {"k": text}

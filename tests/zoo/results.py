@@ -132,6 +132,216 @@ def _terse_unknown(original):
     )
 
 
+def _as_latin1(only_what=None):
+    """A parse_json that decodes the bytes it is given as latin-1 (for `what` = only_what)."""
+
+    def make(original):
+        def parse_json(data, what="message"):
+            if isinstance(data, bytes) and (only_what is None or what == only_what):
+                data = data.decode("latin-1")
+            return original(data, what)
+
+        return parse_json
+
+    return make
+
+
+@replaced("mcp_host_conformance.reference_client.results.render_content")
+def _prefer_structured(original):
+    import json
+
+    def render(result):
+        structured = result.get("structuredContent") if isinstance(result, dict) else None
+        if structured is not None:  # "the structured form is the better one"
+            return json.dumps(structured, ensure_ascii=False)
+        return original(result)
+
+    return render
+
+
+@replaced("mcp_host_conformance.reference_client.results.block_text")
+def _decode_text_blobs(original):
+    import base64
+
+    def block_text(block):
+        resource = block.get("resource") if isinstance(block, dict) else None
+        if (
+            isinstance(resource, dict)
+            and isinstance(resource.get("blob"), str)
+            and str(resource.get("mimeType", "")).startswith("text/")
+        ):
+            try:
+                text = base64.b64decode(resource["blob"]).decode("utf-8")
+            except ValueError:
+                return original(block)
+            return f"[resource {resource.get('uri')}]\n{text}", True
+        return original(block)
+
+    return block_text
+
+
+@replaced("mcp_host_conformance.reference_client.results.block_text")
+def _fetch_link_urls(original):
+    import urllib.request
+    from pathlib import Path
+    from urllib.parse import urlsplit
+
+    def block_text(block):
+        text, is_text = original(block)
+        if isinstance(block, dict) and block.get("type") == "resource_link":
+            uri = str(block.get("uri", ""))
+            try:  # "links are more useful opened"
+                if uri.startswith(("http://", "https://")):
+                    with urllib.request.urlopen(uri, timeout=2) as response:  # noqa: S310
+                        text += "\n" + response.read(4096).decode("utf-8", "replace")
+                elif uri.startswith("file://"):
+                    text += "\n" + Path(urlsplit(uri).path).read_text()[:4096]
+            except (OSError, ValueError):
+                pass
+        return text, is_text
+
+    return block_text
+
+
+@replaced("mcp_host_conformance.reference_client.results.from_call_result")
+def _error_without_text_completed(original):
+    def from_call_result(result):
+        if isinstance(result, dict) and result.get("isError") is True and not result.get("content"):
+            result = {**result, "isError": False}  # "an error needs a message"
+        return original(result)
+
+    return from_call_result
+
+
+@replaced("mcp_host_conformance.reference_client.transports.stdio.same_id")
+def _stdio_answers_have_results(original):
+    def same_id(message, request_id):
+        # "a response is the line with our id and a result": error responses never match
+        return original(message, request_id) and "error" not in message
+
+    return same_id
+
+
+@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _call_timeout_is_connect_timeout(original):
+    def init(self, servers, **options):
+        options["call_timeout"] = options.get("connect_timeout", 10.0)
+        original(self, servers, **options)
+
+    return init
+
+
+@replaced("mcp_host_conformance.reference_client.transports.http.status_error")
+def _server_error_refused(original):
+    from mcp_host_conformance.reference_client.transports import TransportError
+
+    def status_error(status):
+        if status >= 500:  # "the server failed: it did nothing"
+            return TransportError(f"the server failed (HTTP {status})", maybe_acted=False)
+        return original(status)
+
+    return status_error
+
+
+def _failed_on_message(*words):
+    def make(original):
+        from mcp_host_conformance.reference_client import results
+
+        def outcome_of_call(call):
+            error = call.exception()
+            if error is not None and any(w in str(error) for w in words):
+                return results.Outcome(results.FAILED, f"The call failed: {error}.")
+            return original(call)
+
+        return outcome_of_call
+
+    return make
+
+
+@replaced("mcp_host_conformance.reference_client.turn.outcome_of_call")
+def _garbled_failed(original):
+    from mcp_host_conformance.reference_client import results
+    from mcp_host_conformance.reference_client.transports import ProtocolError
+
+    def outcome_of_call(call):
+        error = call.exception()
+        if isinstance(error, ProtocolError):
+            return results.Outcome(results.FAILED, f"The server answered nonsense: {error}.")
+        return original(call)
+
+    return outcome_of_call
+
+
+@replaced("mcp_host_conformance.reference_client.transports.http.HttpTransport.resume_stream")
+def _result_lost_on_resume(original):
+    async def resume_stream(self, request_id, stream, lost):
+        await original(self, request_id, stream, lost)  # resumed, and what came is dropped
+        return {"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}
+
+    return resume_stream
+
+
+def _message_limit(limit):
+    return tuple(
+        constant(
+            f"mcp_host_conformance.reference_client.transports.{module}.MAX_MESSAGE_BYTES", limit
+        )
+        for module in ("http", "sse", "stdio")
+    )
+
+
+def _count_characters(original):
+    from mcp_host_conformance.reference_client.transports import MessageTooLarge
+
+    def parse_json(data, what="message"):
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        if len(text) > 1024 * 1024:  # the limit, in characters
+            raise MessageTooLarge()
+        return original(data, what)
+
+    return parse_json
+
+
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
+def _note_unknown(original):
+    from mcp_host_conformance.reference_client import results
+
+    async def run_call(self, call, report):
+        outcome = await original(self, call, report)
+        if outcome.status == results.UNKNOWN:
+            self.zoo_gave_up = True
+        return outcome
+
+    return run_call
+
+
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
+def _drop_outputs_after_unknown(original):
+    def record(self, item):
+        kind = item.get("type")
+        if kind == "function_call":
+            self.zoo_gave_up = False  # a new reply
+        elif kind == "function_call_output" and getattr(self, "zoo_gave_up", False):
+            if "unknown" not in str(item.get("output", "")).lower()[:40]:
+                return  # "after an unknown call the rest of the reply is abandoned"
+        original(self, item)
+
+    return record
+
+
+@replaced("mcp_host_conformance.reference_client.turn.outcome_of_call")
+def _terse_when_oversized(original):
+    from mcp_host_conformance.reference_client import results
+    from mcp_host_conformance.reference_client.transports import MessageTooLarge
+
+    def outcome_of_call(call):
+        if isinstance(call.exception(), MessageTooLarge):
+            return results.Outcome(results.UNKNOWN, "The server's answer was too large to read.")
+        return original(call)
+
+    return outcome_of_call
+
+
 CLIENTS = [
     BrokenClient(
         "reverses-text-blocks",
@@ -164,16 +374,15 @@ CLIENTS = [
     BrokenClient(
         "timeout-as-failed",
         "A call that times out is reported failed.",
-        {"RES-6", "RES-12"},
+        {"RES-6"},  # RES-12 needs the timeout unknown: a failed precondition (RES-6)
         (_timeout_failed,),
-        target="RES-6",
-    ),  # RES-12 needs the timeout unknown
+    ),
     BrokenClient(
         "dropped-as-failed",
         "A connection lost after sending the call is reported failed.",
-        {"RES-7", "RES-12", "RETRY-2", "RETRY-3"},  # their cases need a dropped call to end unknown
+        # RES-12 and RETRY need a dropped call to end unknown: a failed precondition (RES-7)
+        {"RES-7"},
         (Seam("mcp_host_conformance.reference_client.turn.outcome_of_call", _failed_on(_dropped)),),
-        target="RES-7",
     ),
     BrokenClient(
         "oversized-as-failed",
@@ -201,7 +410,8 @@ CLIENTS = [
     BrokenClient(
         "outputs-sent-twice",
         "Records every function_call_output twice.",
-        # Every RES case but RES-2/3 checks that its call has exactly one output.
+        # Every RES case but RES-2/3 checks that its call has exactly one output (RES-12's
+        # is a precondition under the rule that makes its calls unknown: RES-6/7/8).
         {
             "RES-1",
             "RES-4",
@@ -212,7 +422,6 @@ CLIENTS = [
             "RES-9",
             "RES-10",
             "RES-11",
-            "RES-12",
         },
         (_outputs_twice,),
         target="RES-11",
@@ -222,5 +431,144 @@ CLIENTS = [
         "The unknown output does not say the server may have acted nor forbid a retry.",
         {"RES-12"},
         (_terse_unknown,),
+    ),
+    BrokenClient(
+        "json-body-as-latin1",
+        "Decodes HTTP responses in JSON as latin-1.",
+        {"RES-1"},
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.transports.http.parse_json",
+                _as_latin1("response"),
+            ),
+        ),
+    ),
+    BrokenClient(
+        "sse-data-as-latin1",
+        "Decodes SSE event data as latin-1 (a text/event-stream without a charset).",
+        # EXP-3 and RES-10: their schemas and results are multi-byte, served over SSE
+        {"EXP-3", "RES-1", "RES-10"},
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.transports.http.parse_json",
+                _as_latin1("SSE message"),
+            ),
+        ),
+        target="RES-1",
+    ),
+    BrokenClient(
+        "stdio-lines-as-latin1",
+        "Decodes the lines of stdio servers as latin-1.",
+        {"RES-1"},
+        (Seam("mcp_host_conformance.reference_client.transports.stdio.parse_json", _as_latin1()),),
+    ),
+    BrokenClient(
+        "prefers-structured-content",
+        "Hands the model structuredContent instead of the text blocks whenever a result has it.",
+        {"RES-1"},
+        (_prefer_structured,),
+    ),
+    BrokenClient(
+        "decodes-text-blobs",
+        "Decodes blob resources whose type is text/* and hands their text to the model.",
+        {"RES-2"},
+        (_decode_text_blobs,),
+    ),
+    BrokenClient(
+        "fetches-link-urls",
+        "Opens resource links with an http or file URI itself (not with resources/read).",
+        {"RES-3"},
+        (_fetch_link_urls,),
+    ),
+    BrokenClient(
+        "error-without-text-completed",
+        "A result with isError: true but no content is reported completed.",
+        {"RES-5"},
+        (_error_without_text_completed,),
+    ),
+    BrokenClient(
+        "stdio-ignores-error-responses",
+        "Over stdio, takes only a line with a result as the answer; an error response is "
+        "skipped and the call times out.",
+        {"RES-5"},
+        (_stdio_answers_have_results,),
+    ),
+    BrokenClient(
+        "call-timeout-is-connect-timeout",
+        "Times calls with the connect timeout instead of the call timeout.",
+        {"RES-6"},
+        (_call_timeout_is_connect_timeout,),
+    ),
+    BrokenClient(
+        "server-error-as-failed",
+        "A call answered with an HTTP 5xx status is reported failed (nothing was done).",
+        {"RES-7"},  # RES-12 and RETRY see it as a failed precondition (RES-7), not their own
+        (_server_error_refused,),
+    ),
+    BrokenClient(
+        "garbled-answer-as-failed",
+        "A call answered with something that is not a JSON-RPC response is reported failed.",
+        {"RES-7"},  # RES-12 and RETRY see it as a failed precondition (RES-7), not their own
+        (_garbled_failed,),
+    ),
+    BrokenClient(
+        "stdio-exit-as-failed",
+        "A stdio server that exits during a call is reported failed (it crashed).",
+        {"RES-7"},  # RES-12 and RETRY see it as a failed precondition (RES-7), not their own
+        (
+            Seam(
+                "mcp_host_conformance.reference_client.turn.outcome_of_call",
+                _failed_on_message("the server exited", "closed its output"),
+            ),
+        ),
+        target="RES-7",
+    ),
+    BrokenClient(
+        "result-lost-on-resume",
+        "Resumes an SSE stream closed before the response, but drops what the resumed stream "
+        "delivers: the call is completed with no content.",
+        {"RES-1", "RES-5", "RES-7"},  # the polled cases of RES-1/RES-7 and RES-5 (an error)
+        (_result_lost_on_resume,),
+        target="RES-7",
+    ),
+    BrokenClient(
+        "message-limit-1mb",
+        "Limits messages to 1,000,000 bytes (a decimal megabyte), not 1 MiB.",
+        {"RES-8"},
+        _message_limit(1_000_000),
+    ),
+    BrokenClient(
+        "counts-message-characters",
+        "Measures the 1 MiB message limit in characters, not bytes of UTF-8.",
+        {"RES-8"},
+        (
+            *_message_limit(4 * 1024 * 1024),
+            Seam(
+                "mcp_host_conformance.reference_client.transports.http.parse_json",
+                _count_characters,
+            ),
+            Seam(
+                "mcp_host_conformance.reference_client.transports.stdio.parse_json",
+                _count_characters,
+            ),
+        ),
+    ),
+    BrokenClient(
+        "output-limit-64000-bytes",
+        "Cuts results at 64,000 bytes (a decimal count) instead of 64 KiB.",
+        {"RES-10"},
+        (constant("mcp_host_conformance.reference_client.results.OUTPUT_LIMIT", 64_000),),
+    ),
+    BrokenClient(
+        "drops-outputs-after-unknown",
+        "After a call of a reply ends unknown, the reply's remaining calls get no output.",
+        {"RES-11"},
+        (_note_unknown, _drop_outputs_after_unknown),
+    ),
+    BrokenClient(
+        "terse-unknown-when-oversized",
+        "The unknown output of an oversized answer says only that it was too large.",
+        {"RES-12"},
+        (_terse_when_oversized,),
     ),
 ]

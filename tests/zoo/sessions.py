@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
@@ -80,6 +80,33 @@ def _drop_unknown_tools(original):
     return start
 
 
+# The items of every session this process wrote, by id: "reopening a session we have open
+# in memory is faster than reading it back".
+_SESSIONS_IN_MEMORY: dict[str, list] = {}
+
+
+@replaced("mcp_host_conformance.reference_client.sessions.SessionLog.append")
+def _lossy_append(original):
+    def append(self, item):
+        _SESSIONS_IN_MEMORY.setdefault(self.id, []).append(item)
+        # ...and the file gets a slimmer record: call ids are "internal", left out
+        original(self, {k: v for k, v in item.items() if k != "call_id"})
+
+    return append
+
+
+@replaced("mcp_host_conformance.reference_client.sessions.SessionLog.open")
+def _open_from_memory(original):
+    def open_(cls, environ, session_id, *, redactor=None):
+        log, items, warnings = original(environ, session_id, redactor=redactor)
+        if session_id in _SESSIONS_IN_MEMORY:
+            items = list(_SESSIONS_IN_MEMORY[session_id])
+            warnings = []
+        return log, items, warnings
+
+    return classmethod(open_)
+
+
 CLIENTS = [
     BrokenClient(
         "outputs-not-saved",
@@ -94,13 +121,15 @@ CLIENTS = [
     BrokenClient(
         "replays-calls-on-resume",
         "Calls the recorded MCP calls again when a session is reopened.",
-        {"SESS-2"},
+        {"RETRY-1", "SESS-2"},  # RETRY-1: its restarted host reopens calls that ended unknown
         (_replay_on_resume,),
     ),
     BrokenClient(
         "forgets-history-on-resume",
         "Reopens a session but sends none of its earlier items to the model.",
-        {"SESS-2", "SESS-3", "SESS-4"},  # SESS-2/4 cases also check the reopened history is sent
+        # SESS-2/4 cases also check the reopened history is sent; RETRY-2's reopened session
+        # no longer holds the unknown call that needs an acknowledgement
+        {"RETRY-2", "SESS-2", "SESS-3", "SESS-4"},
         (_forget_history,),
         target="SESS-3",
     ),
@@ -110,5 +139,26 @@ CLIENTS = [
         {"SESS-3", "SESS-4"},  # SESS-3 reopens with the server removed, so its tool is not offered
         (_drop_unknown_tools,),
         target="SESS-4",
+    ),
+    BrokenClient(
+        "forgets-pending-acknowledgement-on-resume",
+        "A reopened session does not ask for the acknowledgement of its last, unknown call.",
+        {"RETRY-2"},
+        (
+            constant(
+                "mcp_host_conformance.reference_client.turn.pending_in_history",
+                lambda items: False,
+            ),
+        ),
+    ),
+    BrokenClient(
+        "session-cache-in-memory",
+        "Saves sessions without call ids and reopens them from an in-memory copy when it "
+        "has one: fine in the same process, lost in a new one.",
+        # their reopened requests lack the earlier call (a new process); RETRY-2's reopened
+        # session lost the unknown output that needs an acknowledgement
+        {"RETRY-2", "SESS-3", "SESS-4"},
+        (_lossy_append, _open_from_memory),
+        target="SESS-3",
     ),
 ]
