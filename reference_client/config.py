@@ -358,8 +358,9 @@ class ConfigStore:
         write_private(self.path, data)
         return self.path
 
-    def add(self, server: ServerConfig) -> Path:
-        """Add a server (never connecting to it). Refuses a duplicate or invalid name."""
+    def check_new(self, server: ServerConfig) -> list[ServerConfig]:
+        """The servers configured now, if `server` may be added to them; ConfigError for an
+        invalid or duplicate name."""
         refusal = name_refusal(server.name)
         if refusal:
             raise ConfigError(f"cannot add the server: {refusal}")
@@ -369,6 +370,11 @@ class ConfigStore:
                 f"a server named {server.name!r} already exists; remove it first "
                 f"(mcp remove {server.name})"
             )
+        return servers
+
+    def add(self, server: ServerConfig) -> Path:
+        """Add a server (never connecting to it). Refuses a duplicate or invalid name."""
+        servers = self.check_new(server)
         servers.append(server)
         return self.save(servers)
 

@@ -13,7 +13,7 @@ line is built from parts passed through `display.terminal_safe` on one line (HAR
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,12 @@ class Discovery:
 
 
 def make_transport(
-    server: Any, *, environ: Mapping[str, str], ca_file: Path | None = None, cwd: Path | None = None
+    server: Any,
+    *,
+    environ: Mapping[str, str],
+    ca_file: Path | None = None,
+    cwd: Path | None = None,
+    refuse_private: Collection[str] | None = None,
 ) -> Transport:
     if isinstance(server, config.StdioServerConfig):
         return StdioTransport(
@@ -92,7 +97,7 @@ def make_transport(
             host_environ=environ,
             cwd=str(cwd) if cwd is not None else None,
         )
-    return HttpTransport(server.url, server.headers, ca_file=ca_file)
+    return HttpTransport(server.url, server.headers, ca_file=ca_file, refuse_private=refuse_private)
 
 
 async def _connect_and_list(session: RpcSession) -> list[dict[str, Any]]:
@@ -156,12 +161,16 @@ async def discover(
     ca_file: Path | None = None,
     cwd: Path | None = None,
     reserved: Sequence[str] = (),
+    refuse_private: Collection[str] | None = None,
 ) -> Discovery:
-    """Connect all servers in parallel; status lines come back in configuration order."""
+    """Connect all servers in parallel; status lines come back in configuration order.
+    `refuse_private`: the allowed addresses when private addresses are refused (PRIV-1)."""
 
     async def one(server: Any) -> tuple[StatusLine, ConnectedServer | None]:
         try:
-            transport = make_transport(server, environ=environ, ca_file=ca_file, cwd=cwd)
+            transport = make_transport(
+                server, environ=environ, ca_file=ca_file, cwd=cwd, refuse_private=refuse_private
+            )
         except McpError as exc:  # e.g. an unreadable CA file
             return unavailable_line(
                 server.name, config.destination(server), redactor.redact(str(exc))

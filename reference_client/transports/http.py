@@ -34,12 +34,13 @@ import asyncio
 import functools
 import re
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import certifi
+import httpcore
 import httpx
 
 from mcp_host_conformance.reference_client.config import header_problem, url_refusal
@@ -52,6 +53,7 @@ from mcp_host_conformance.reference_client.transports import (
     encode,
     parse_json,
 )
+from mcp_host_conformance.reference_client.transports.guarded import GuardedBackend
 from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 ACCEPT = "application/json, text/event-stream"
@@ -87,9 +89,23 @@ def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
     return context
 
 
-def http_client(ca_file: Path | None = None) -> httpx.AsyncClient:
-    """An httpx client that never retries, never redirects and ignores proxy variables."""
+def http_client(
+    ca_file: Path | None = None, refuse_private: Collection[str] | None = None
+) -> httpx.AsyncClient:
+    """An httpx client that never retries, never redirects and ignores proxy variables.
+
+    `refuse_private`: when given (profile private-address-refusal), every connection goes
+    through `guarded.GuardedBackend`, which refuses private and internal addresses but
+    these exact allowed ones (PRIV-1)."""
     transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
+    if refuse_private is not None:
+        # httpx takes no network backend, so its pool is rebuilt with the same settings and
+        # the guarded one (httpx's own pool stays unused and is never opened).
+        transport._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context(ca_file),
+            retries=0,
+            network_backend=GuardedBackend(refuse_private),
+        )
     return httpx.AsyncClient(
         transport=transport, follow_redirects=False, trust_env=False, timeout=httpx.Timeout(None)
     )
@@ -145,11 +161,19 @@ def headers_refusal(headers: Mapping[str, str]) -> str | None:
 
 
 class HttpTransport:
-    def __init__(self, url: str, headers: dict[str, str], *, ca_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        ca_file: Path | None = None,
+        refuse_private: Collection[str] | None = None,
+    ) -> None:
         self.url = url
         self.destination = url
         self._headers = dict(headers)
         self._ca_file = ca_file
+        self._refuse_private = refuse_private
         self._client: httpx.AsyncClient | None = None
         self._session_id: str | None = None
         self._protocol_version: str | None = None
@@ -159,7 +183,7 @@ class HttpTransport:
         refusal = url_refusal(self.url) or headers_refusal(self._headers)
         if refusal:
             raise TransportError(refusal, maybe_acted=False)
-        self._client = http_client(self._ca_file)
+        self._client = http_client(self._ca_file, self._refuse_private)
 
     def set_protocol_version(self, version: str) -> None:
         self._protocol_version = version

@@ -164,6 +164,29 @@ def test_unclaimed_profile_is_not_applicable(sandbox: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*not applicable: profile pinning not claimed by fake*"])
 
 
+def test_a_requirement_replaced_by_a_claimed_profile_is_not_applicable(
+    sandbox: pytest.Pytester,
+) -> None:
+    # The fake claims verified-add, whose SYNC-1 "replaces CFG-1" (the catalog says so).
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("CFG-1")
+        def test_replaced():
+            raise AssertionError("must not run")
+
+        @pytest.mark.requirements("CFG-2")
+        def test_kept():
+            pass
+        """,
+    )
+    result = run(sandbox, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*not applicable: CFG-1 is replaced by SYNC-1 for a host that claims the verified-add*"]
+    )
+
+
 def test_case_without_requirements_is_rejected(sandbox: pytest.Pytester) -> None:
     _case(sandbox, "def test_unmarked():\n    pass\n")
     result = run(sandbox)
@@ -264,13 +287,13 @@ def test_case_dirs_are_removed_after_the_case(sandbox: pytest.Pytester) -> None:
         import pathlib
         ROOTS = []
 
-        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.requirements("APR-1")
         def test_a(case, home):
             assert home.is_dir() and (home.stat().st_mode & 0o777) == 0o700
             ROOTS.append(case.root)
             raise AssertionError("fails on purpose")
 
-        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.requirements("APR-1")
         def test_b():
             assert ROOTS and not ROOTS[0].exists()
         """,

@@ -16,6 +16,7 @@ from mcp_host_conformance.zoo import (
     credentials,
     discovery,
     exposure,
+    profiles,
     results,
     retry,
     sessions,
@@ -36,6 +37,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *credentials.CLIENTS,
         *stdio.CLIENTS,
         *sessions.CLIENTS,
+        *profiles.CLIENTS,
     ]
 )
 

@@ -1,0 +1,87 @@
+"""Arguments checked against a tool's input schema before sending (profile
+`schema-validation`, ARGS-1).
+
+Strategy: the model writes the arguments and the server wrote the schema; a call whose
+arguments break the schema is never sent (the server would act on something it did not
+promise to handle) and ends `failed` with what is wrong. The check is a real JSON Schema
+validator (`jsonschema`, the dialect the schema names in `$schema`, draft 2020-12 by
+default), never a hand-written subset: types, required members, enums, `const`,
+`additionalProperties`, nested objects and arrays, combinators, formats it knows.
+
+The schema is hostile input too:
+- references are resolved only inside the schema itself: a `$ref` to any URL is refused,
+  never fetched (jsonschema would otherwise fetch remote references, which would let a
+  server make the host open connections of its choosing);
+- a schema that is not a valid schema (its metaschema says so), or one whose checking
+  recurses without end (`{"$ref": "#"}` on itself), cannot vouch for anything: the call is
+  refused with that reason;
+- errors are reported by path and validator only, shortened, never with the whole value
+  (an argument may hold something the person typed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.exceptions
+from jsonschema import exceptions as schema_exceptions
+
+__all__ = ["argument_problem"]
+
+MAX_ERRORS = 3
+_SHOWN = 120
+
+
+def _no_remote(uri: str) -> referencing.Resource[Any]:
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_no_remote)
+
+
+def _where(error: schema_exceptions.ValidationError) -> str:
+    path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
+    return f"arguments{path}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _describe(error: schema_exceptions.ValidationError) -> str:
+    # jsonschema's message quotes the instance; only the validator and the path are named
+    # with the expected value, so an argument's content is never repeated at length.
+    expected = error.validator_value
+    shown = _short(repr(expected)) if not isinstance(expected, dict | list) else "the schema"
+    return f"{_where(error)} breaks `{error.validator}` ({shown})"
+
+
+def argument_problem(schema: Any, arguments: Mapping[str, Any]) -> str | None:
+    """Why `arguments` may not be sent under `schema`, or None when they satisfy it."""
+    if not isinstance(schema, dict):
+        return "the tool has no usable input schema"
+    try:
+        validator_class = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        validator_class.check_schema(schema)
+        validator = validator_class(
+            schema,
+            registry=_REGISTRY,
+            format_checker=validator_class.FORMAT_CHECKER,
+        )
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
+    except schema_exceptions.SchemaError as exc:
+        return f"the tool's input schema is not a valid JSON Schema ({_short(exc.message)})"
+    except (referencing.exceptions.Unresolvable, schema_exceptions._WrappedReferencingError):
+        return "the tool's input schema refers to another document, which is never fetched"
+    except RecursionError:
+        return "the tool's input schema cannot be checked (it refers to itself without end)"
+    if not errors:
+        return None
+    reasons = "; ".join(_describe(e) for e in errors[:MAX_ERRORS])
+    more = f" (and {len(errors) - MAX_ERRORS} more)" if len(errors) > MAX_ERRORS else ""
+    return f"the arguments do not match the tool's input schema: {reasons}{more}"

@@ -1,0 +1,168 @@
+"""Broken clients for the optional profiles: pinning, verified add, flagging.
+
+Each is the reference host with every optional profile switched on (`reference-profiles`,
+`base="profiles"`) and one seam of a profile's rule patched, so the self-test runs the
+whole suite against it with those profiles claimed and checks that exactly the profile's
+cases catch it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+from mcp_host_conformance.zoo.client import BrokenClient, replaced
+
+_PINNING = "mcp_host_conformance.reference_client.pinning"
+
+
+def _hash(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@replaced(f"{_PINNING}.definition_hash")
+def _description_only(original):
+    def definition_hash(tool):
+        return _hash({"name": tool.get("name"), "description": tool.get("description")})
+
+    return definition_hash
+
+
+@replaced(f"{_PINNING}.definition_hash")
+def _without_annotations(original):
+    def definition_hash(tool):
+        return original({k: v for k, v in tool.items() if k != "annotations"})
+
+    return definition_hash
+
+
+@replaced(f"{_PINNING}.definition_hash")
+def _in_listed_order(original):
+    def definition_hash(tool):
+        # json.dumps without sort_keys: the members' order as the server listed them
+        text = json.dumps(tool, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    return definition_hash
+
+
+@replaced(f"{_PINNING}.Approvals.seen")
+def _trust_on_first_use(original):
+    def seen(self, server, destination, tools):
+        updated = original(self, server, destination, tools)
+        pins = updated.servers[server]
+        tools_now = {
+            name: pin if pin.approved is not None else dataclasses.replace(pin, approved=pin.seen)
+            for name, pin in pins.tools.items()
+        }
+        return dataclasses.replace(
+            updated,
+            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
+        )
+
+    return seen
+
+
+@replaced(f"{_PINNING}.Approvals.seen")
+def _follow_changes(original):
+    def seen(self, server, destination, tools):
+        updated = original(self, server, destination, tools)
+        pins = updated.servers[server]
+        tools_now = {
+            name: pin if pin.approved is None else dataclasses.replace(pin, approved=pin.seen)
+            for name, pin in pins.tools.items()
+        }
+        return dataclasses.replace(
+            updated,
+            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
+        )
+
+    return seen
+
+
+APPROVE_TOOL = {
+    "type": "function",
+    "name": "approve_mcp_tools",
+    "description": "Enable the MCP tools that wait for approval, so you can call them.",
+    "parameters": {"type": "object", "properties": {}},
+    "strict": False,
+}
+
+
+@replaced("mcp_host_conformance.reference_client.builtins.DEFINITIONS")
+def _approve_builtin(original):
+    return [*original, APPROVE_TOOL]
+
+
+@replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
+def _model_approves(original):
+    from mcp_host_conformance.reference_client import results
+
+    async def run_call(self, call, report):
+        if call.get("name") != APPROVE_TOOL["name"]:
+            return await original(self, call, report)
+        approvals = self.policy.approvals
+        for server, pins in approvals.servers.items():
+            for tool in pins.tools:
+                approvals = approvals.approve(server, tool)
+        self.policy.approvals = approvals
+        self.offer(self.discovery)
+        return results.Outcome(results.COMPLETED, "Every waiting MCP tool is enabled.")
+
+    return run_call
+
+
+CLIENTS = [
+    BrokenClient(
+        "pins-description-only",
+        "Pins a tool by its name and description only: a changed schema or annotation keeps "
+        "the approval.",
+        {"PIN-1"},
+        (_description_only,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "pins-without-annotations",
+        "Leaves the annotations out of the pinned text: readOnlyHint turned false keeps the "
+        "approval.",
+        {"PIN-1"},
+        (_without_annotations,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "pins-in-listed-order",
+        "Hashes the definition in the order the server listed its members: the same schema "
+        "with its members reordered needs approval again (an unchanged tool stops working).",
+        {"PIN-1"},
+        (_in_listed_order,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "trusts-tools-on-first-use",
+        "Approves every tool the first time it is seen; only changes need a person.",
+        # PIN-3: the tool nobody approved is callable from the start
+        {"PIN-2", "PIN-3"},
+        (_trust_on_first_use,),
+        target="PIN-2",
+        base="profiles",
+    ),
+    BrokenClient(
+        "follows-changed-tools",
+        "Carries an approval over to a tool's new text (a rug pull goes through).",
+        {"PIN-1"},
+        (_follow_changes,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "model-approves-tools",
+        "Offers the model a built-in that enables every tool waiting for approval.",
+        {"PIN-3"},
+        (
+            _approve_builtin,
+            _model_approves,
+        ),
+        base="profiles",
+    ),
+]
