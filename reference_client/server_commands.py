@@ -164,6 +164,7 @@ def add_server(
     settings = SettingsStore(environ).load()
     tools = None
     if settings.has(VERIFIED_ADD):
+        check_short_name(server.name)
         store.check_new(server)  # a duplicate name is refused before connecting
         tools = sync_new_server(server, environ, settings, redactor, args)
     path = store.add(server)
@@ -181,6 +182,15 @@ def add_server(
         lines.append("Not connected yet: it will be connected the next time chat starts.")
     stdout.write(terminal_safe(redactor.redact("\n".join(lines))) + "\n")
     return 0
+
+
+def check_short_name(name: str) -> None:
+    """Profile verified-add (SYNC-2): only short lowercase names; UsageError otherwise."""
+    from mcp_host_conformance.reference_client.verified_add import short_name_problem
+
+    problem = short_name_problem(name)
+    if problem:
+        raise UsageError(f"{terminal_safe(name, one_line=True)[:80]!r}: {problem}")
 
 
 def sync_new_server(

@@ -12,6 +12,7 @@ closed after the listing: the next start connects again (DISC-1).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,21 @@ from mcp_host_conformance.reference_client.profiles import PRIVATE_ADDRESS_REFUS
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.transports import McpError
 
-__all__ = ["DEFAULT_SYNC_TIMEOUT", "first_sync"]
+__all__ = ["DEFAULT_SYNC_TIMEOUT", "first_sync", "short_name_problem"]
 
 DEFAULT_SYNC_TIMEOUT = 10.0  # seconds, like the connect timeout of a start (DISC-3)
+_SHORT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+def short_name_problem(name: str) -> str | None:
+    """SYNC-2: a server's name is a short lowercase name (lowercase letters, digits and `-`,
+    at most 64, not starting with `-`); why `name` is not one, or None."""
+    if _SHORT_NAME.fullmatch(name):
+        return None
+    return (
+        "a server name is a short lowercase name: lowercase letters, digits and - "
+        "(at most 64, not starting with -), like docs or my-server-2"
+    )
 
 
 async def _sync(

@@ -114,6 +114,49 @@ def _model_approves(original):
     return run_call
 
 
+_COMMANDS = "mcp_host_conformance.reference_client.server_commands"
+
+
+@replaced(f"{_COMMANDS}.sync_new_server")
+def _save_first(original):
+    from mcp_host_conformance.reference_client.config import ConfigStore
+
+    def sync_new_server(server, environ, settings, redactor, args):
+        store = ConfigStore(environ)
+        store.add(server)  # saved before the sync: a failed sync leaves it behind
+        tools = original(server, environ, settings, redactor, args)
+        store.remove(server.name)  # the caller saves it (again) on success
+        return tools
+
+    return sync_new_server
+
+
+@replaced(f"{_COMMANDS}.sync_new_server")
+def _no_first_sync(original):
+    def sync_new_server(server, environ, settings, redactor, args):
+        return None  # added like the core host: connected only at the next start
+
+    return sync_new_server
+
+
+@replaced(f"{_COMMANDS}.check_short_name")
+def _any_name(original):
+    def check_short_name(name):
+        return None
+
+    return check_short_name
+
+
+@replaced("mcp_host_conformance.reference_client.verified_add.short_name_problem")
+def _lowercase_only(original):
+    def short_name_problem(name):
+        if name == name.lower() and " " not in name:
+            return None
+        return "a server name must be lowercase"
+
+    return short_name_problem
+
+
 CLIENTS = [
     BrokenClient(
         "pins-description-only",
@@ -163,6 +206,35 @@ CLIENTS = [
             _approve_builtin,
             _model_approves,
         ),
+        base="profiles",
+    ),
+    BrokenClient(
+        "saves-before-first-sync",
+        "Saves the server, then syncs it: a failed first sync leaves it configured.",
+        {"SYNC-1"},
+        (_save_first,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "no-first-sync",
+        "Claims verified-add but only saves at add (the tools are listed at the next start).",
+        {"SYNC-1"},
+        (_no_first_sync,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "any-server-name",
+        "Accepts any server name at add (capitals, underscores, dots, spaces, any length).",
+        {"SYNC-2"},
+        (_any_name,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "lowercase-name-check-only",
+        "Checks only that a name is lowercase without spaces (underscores, dots, non-ASCII "
+        "letters and long names pass).",
+        {"SYNC-2"},
+        (_lowercase_only,),
         base="profiles",
     ),
 ]
