@@ -6,7 +6,8 @@ arguments break the schema is never sent (the server would act on something it d
 promise to handle) and ends `failed` with what is wrong. The check is a real JSON Schema
 validator (`jsonschema`, the dialect the schema names in `$schema`, draft 2020-12 by
 default), never a hand-written subset: types, required members, enums, `const`,
-`additionalProperties`, nested objects and arrays, combinators, formats it knows.
+`additionalProperties`, nested objects and arrays, combinators. `format` is an annotation,
+as JSON Schema 2020-12 says by default: it is not asserted.
 
 The schema is hostile input too:
 - references are resolved only inside the schema itself: a `$ref` to any URL is refused,
@@ -55,7 +56,7 @@ def _describe(error: schema_exceptions.ValidationError) -> str:
     # jsonschema's message quotes the instance; only the validator and the path are named
     # with the expected value, so an argument's content is never repeated at length.
     expected = error.validator_value
-    shown = _short(repr(expected)) if not isinstance(expected, dict | list) else "the schema"
+    shown = "the schema" if isinstance(expected, dict) else _short(repr(expected))
     return f"{_where(error)} breaks `{error.validator}` ({shown})"
 
 
@@ -71,7 +72,7 @@ def argument_problem(schema: Any, arguments: Mapping[str, Any]) -> str | None:
         validator = validator_class(
             schema,
             registry=_REGISTRY,
-            format_checker=validator_class.FORMAT_CHECKER,
+            format_checker=None,  # `format` is an annotation (2020-12); not asserted
         )
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
     except schema_exceptions.SchemaError as exc:

@@ -17,6 +17,7 @@ from mcp_host_conformance.zoo import (
     discovery,
     exposure,
     profiles,
+    profiles_calls,
     results,
     retry,
     sessions,
@@ -38,6 +39,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *stdio.CLIENTS,
         *sessions.CLIENTS,
         *profiles.CLIENTS,
+        *profiles_calls.CLIENTS,
     ]
 )
 
