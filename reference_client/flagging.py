@@ -44,7 +44,7 @@ _SECRETS = (
     r"(?:~/\.ssh\S*|\.ssh/\S*|id_(?:rsa|dsa|ecdsa|ed25519)\S*|/etc/(?:passwd|shadow)"
     r"|\.aws/credentials|\.netrc|\.env\b|private keys?|ssh keys?|api[ _-]?keys?"
     r"|access tokens?|bearer tokens?|credentials|passwords?|secrets?|cookies?"
-    r"|(?:conversation|chat) history|system prompt|previous messages|environment variables)"
+    r"|(?:conversation|chat) history|system prompt|environment variables)"
 )
 _MODEL = r"(?:ai|assistant|llm|language model|model|agent|chatbot|claude|chatgpt|gpt|copilot)"
 
@@ -76,7 +76,8 @@ SIGNALS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
             r"(?:user|human|person|operator|owner)\b"
             r"|\b(?:keep|hide)\b[^.\n]{0,30}\bfrom the (?:user|human|person)\b"
             r"|\bthe (?:user|human) (?:must|should) (?:not|never) (?:know|see|find out)\b"
-            r"|\b(?:silently|secretly|covertly|quietly)\b",
+            r"|\b(?:silently|secretly|covertly|quietly)\s+(?:call|send|read|include|pass|"
+            r"forward|upload|copy|add|append|execute|run|invoke|use|delete|transfer)\b",
         ),
         (
             "reaches for secrets or other data",
@@ -98,6 +99,7 @@ SIGNALS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
             r"<\s*/?\s*(?:important|system|instructions?|admin|secret|hidden|prompt|sys)\s*>"
             r"|\[/?inst\]|<\|im_(?:start|end)\|>|\bbegin (?:system|hidden) "
             r"(?:prompt|instructions?)\b|(?:^|\n)\s*#{1,4}\s*(?:system|instructions?)\b"
+            r"|(?:^|[\n.!?]\s*)(?:system|assistant|developer)\s*:\s"
             r"|\b(?:system|developer|admin(?:istrator)?) (?:prompt|message|instructions?|"
             r"override|note)s?\s*:|\b(?:new|updated|real|actual) instructions?\s*:",
         ),

@@ -157,6 +157,45 @@ def _lowercase_only(original):
     return short_name_problem
 
 
+_FLAGGING = "mcp_host_conformance.reference_client.flagging"
+
+
+@replaced(f"{_FLAGGING}.flags")
+def _flags_nothing(original):
+    def flags(tool):
+        return []
+
+    return flags
+
+
+@replaced(f"{_FLAGGING}.texts_of")
+def _descriptions_only(original):
+    def texts_of(tool):
+        return [tool["description"]] if isinstance(tool.get("description"), str) else []
+
+    return texts_of
+
+
+_WORDS = ("ignore", "instruction", "must", "system", "password", "never", "prompt", "secret")
+
+
+@replaced(f"{_FLAGGING}.flags")
+def _keywords(original):
+    def flags(tool):
+        text = " ".join(__import__(_FLAGGING, fromlist=["texts_of"]).texts_of(tool)).lower()
+        return [f"contains {word!r}" for word in _WORDS if word in text]
+
+    return flags
+
+
+@replaced(f"{_FLAGGING}.normalise")
+def _lower_only(original):
+    def normalise(text):
+        return " ".join(text.split()).lower()
+
+    return normalise
+
+
 CLIENTS = [
     BrokenClient(
         "pins-description-only",
@@ -235,6 +274,34 @@ CLIENTS = [
         "letters and long names pass).",
         {"SYNC-2"},
         (_lowercase_only,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "flags-nothing",
+        "Claims instruction flagging but flags no tool.",
+        {"FLAG-1"},
+        (_flags_nothing,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "flags-descriptions-only",
+        "Reads only a tool's description, not its title or its schema's texts.",
+        {"FLAG-1"},
+        (_descriptions_only,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "flags-keywords",
+        "Flags a tool whose text contains a trigger word (ignore, must, system, password...).",
+        {"FLAG-1"},
+        (_keywords,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "flags-without-normalising",
+        "Matches the text as written: full-width letters dodge it.",
+        {"FLAG-1"},
+        (_lower_only,),
         base="profiles",
     ),
 ]
