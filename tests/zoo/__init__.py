@@ -18,6 +18,7 @@ from mcp_host_conformance.zoo import (
     exposure,
     profiles,
     profiles_calls,
+    profiles_network,
     results,
     retry,
     sessions,
@@ -40,6 +41,7 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *sessions.CLIENTS,
         *profiles.CLIENTS,
         *profiles_calls.CLIENTS,
+        *profiles_network.CLIENTS,
     ]
 )
 

@@ -1,0 +1,91 @@
+"""Broken clients for the optional profiles that decide where a host connects:
+private-address refusal (PRIV-1) and OAuth (OAUTH-1). Each is `reference-profiles` with one
+seam patched."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+from mcp_host_conformance.zoo.client import BrokenClient, replaced
+
+_GUARDED = "mcp_host_conformance.reference_client.transports.guarded"
+
+
+@replaced(f"{_GUARDED}.GuardedBackend.resolve")
+def _literal_only(original):
+    import anyio
+
+    from mcp_host_conformance.reference_client.private_addresses import parse_address
+
+    async def resolve(self, host, port):
+        if parse_address(host) is not None:
+            return await original(self, host, port)
+        found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return [str(info[4][0]) for info in found]  # a name is trusted as it resolves
+
+    return resolve
+
+
+@replaced(f"{_GUARDED}.GuardedBackend.connect_tcp")
+def _connect_by_name(original):
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        await self.resolve(host, port)  # checked...
+        return await self._backend.connect_tcp(  # ...then looked up again to connect
+            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    return connect_tcp
+
+
+@replaced(f"{_GUARDED}.address_refusal")
+def _is_private(original):
+    def address_refusal(address, allowed=()):
+        if str(address) in allowed or not address.is_private:
+            return None  # ipaddress's is_private: 100.64.0.0/10 (CGNAT) is not "private"
+        return f"{address} is a private address"
+
+    return address_refusal
+
+
+@replaced(f"{_GUARDED}.address_refusal")
+def _ipv4_only(original):
+    def address_refusal(address, allowed=()):
+        if isinstance(address, ipaddress.IPv6Address):
+            return None
+        return original(address, allowed)
+
+    return address_refusal
+
+
+CLIENTS = [
+    BrokenClient(
+        "refuses-literal-addresses-only",
+        "Refuses a URL whose host is a private IP address, but trusts a name that resolves to one.",
+        {"PRIV-1"},
+        (_literal_only,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "checks-then-connects-by-name",
+        "Resolves and checks the host name, then lets the connection look it up again (DNS "
+        "rebinding slips through).",
+        {"PRIV-1"},
+        (_connect_by_name,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "uses-is-private",
+        "Refuses what Python's ipaddress calls is_private: carrier-grade NAT addresses pass.",
+        {"PRIV-1"},
+        (_is_private,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "refuses-ipv4-only",
+        "Checks IPv4 addresses only: unique-local IPv6 and IPv4-mapped IPv6 addresses pass.",
+        {"PRIV-1"},
+        (_ipv4_only,),
+        base="profiles",
+    ),
+]
