@@ -44,7 +44,7 @@ def _add(host, server) -> tuple[bool, str]:
 
 
 def _add_mock(host, name: str, mock) -> tuple[bool, str]:
-    host._bind(name, mock)
+    host.bind(name, mock)
     return _add(host, HttpServer(name=name, url=mock.url))
 
 

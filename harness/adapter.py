@@ -79,6 +79,10 @@ class HttpServer:
     # `oauth` (profile oauth): the server uses OAuth; the host runs its authorization flow
     # instead of sending static headers (OAUTH-1).
     oauth: bool = False
+    # With `oauth`: a client registered for the host in advance, when the authorization
+    # server needs one: "client_id", "client_secret" (a secret), or "client_metadata_url" (a
+    # client ID metadata document). Empty: the host registers itself (or has its own).
+    oauth_client: Mapping[str, str] = field(default_factory=dict)
     # For a host that connects when a server is added (profile verified-add): a CA to trust
     # for this server's first sync, and the (scaled) time that sync may take. A host that
     # connects only at start gets these as StartOptions.ca_file / connect_timeout instead.

@@ -378,7 +378,7 @@ class Host:
         address = url or mock.url
         if address is None:
             raise ValueError(f"add_http({name!r}): the mock is not started (it has no URL)")
-        self._bind(name, mock)
+        self.bind(name, mock)
         shown = self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
         self._after_sync(mock)
         return shown
@@ -392,7 +392,9 @@ class Host:
             if journal is not None:
                 journal.clear()
 
-    def _bind(self, name: str, mock: Any) -> None:
+    def bind(self, name: str, mock: Any) -> None:
+        """Tell the mock model that the server configured as `name` is `mock` (so a scripted
+        `Step.call(server=name, ...)` finds its tools); `add_http`/`add_stdio` do it."""
         if self.model is not None and getattr(mock, "marker_token", None):
             self.model.bind(name, mock)
 
@@ -405,7 +407,7 @@ class Host:
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
-        self._bind(name, mock)
+        self.bind(name, mock)
         shown = self.add(
             StdioServer(
                 name=name,

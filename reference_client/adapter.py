@@ -96,6 +96,15 @@ def add_command(server: ServerConfig) -> tuple[list[str], dict[str, str]]:
             argv += from_env("--header-from-env", name, value)
         if server.oauth:
             argv.append("--oauth")
+            client = dict(server.oauth_client)
+            if client.get("client_id"):
+                argv.append(f"--oauth-client-id={client['client_id']}")
+            if client.get("client_secret"):
+                variable = SECRET_VARIABLE.format(len(secrets))
+                secrets[variable] = client["client_secret"]
+                argv.append(f"--oauth-client-secret-from-env={variable}")
+            if client.get("client_metadata_url"):
+                argv.append(f"--oauth-client-metadata-url={client['client_metadata_url']}")
         if server.ca_file is not None:
             argv.append(f"--ca-file={server.ca_file}")
     else:

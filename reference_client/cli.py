@@ -170,6 +170,23 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
         help="the server uses OAuth (profile oauth): authorize in a browser at the next start",
     )
     add.add_argument(
+        "--oauth-client-id",
+        metavar="ID",
+        help="a client id registered for this host at the server's authorization server "
+        "(with --oauth; default: dynamic registration)",
+    )
+    add.add_argument(
+        "--oauth-client-secret-from-env",
+        metavar="VAR",
+        help="that client's secret, read from the environment variable VAR",
+    )
+    add.add_argument(
+        "--oauth-client-metadata-url",
+        metavar="URL",
+        help="an HTTPS URL of this host's client ID metadata document, presented as its client "
+        "id where the authorization server supports that",
+    )
+    add.add_argument(
         "--ca-file",
         type=Path,
         metavar="PATH",

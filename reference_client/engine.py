@@ -23,6 +23,7 @@ from mcp_host_conformance.reference_client.display import terminal_safe
 from mcp_host_conformance.reference_client.model import DEFAULT_MODEL, ModelClient
 from mcp_host_conformance.reference_client.policy import ProfilePolicy
 from mcp_host_conformance.reference_client.profiles import (
+    OAUTH,
     PRIVATE_ADDRESS_REFUSAL,
     Settings,
     SettingsStore,
@@ -112,11 +113,8 @@ class HostEngine:
             ca_file=self.ca_file,
             cwd=self.cwd,
             reserved=builtins.NAMES,
-            refuse_private=(
-                self.settings.allowed_addresses
-                if self.settings.has(PRIVATE_ADDRESS_REFUSAL)
-                else None
-            ),
+            refuse_private=self._refuse_private(),
+            oauth=self._oauth_context(),
         )
         notices = self.gate.record(self.discovery)
         self.conversation.offer(self.discovery)
@@ -125,6 +123,26 @@ class HostEngine:
         for notice in notices:
             self.ui.show(terminal_safe(self.redactor.redact(notice)))
         return self.discovery.statuses
+
+    def _refuse_private(self) -> Any:
+        if not self.settings.has(PRIVATE_ADDRESS_REFUSAL):
+            return None
+        return self.settings.allowed_addresses
+
+    def _oauth_context(self) -> Any:
+        """Profile oauth: what the servers' OAuth flows share (None: OAuth is off, and a 401
+        is only reported, CRED-4/CRED-6)."""
+        if not self.settings.has(OAUTH):
+            return None
+        from mcp_host_conformance.reference_client.oauth_flow import OAuthContext
+
+        return OAuthContext(
+            environ=self.environ,
+            notify=lambda text: self.ui.show(terminal_safe(self.redactor.redact(text))),
+            on_secret=self.redactor.add,
+            ca_file=self.ca_file,
+            refuse_private=self._refuse_private(),
+        )
 
     def waiting_tools(self) -> int:
         """How many tools of the connected servers wait for a person's approval (pinning)."""

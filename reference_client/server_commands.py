@@ -139,7 +139,9 @@ def add_server(
             stdin=stdin,
             stdout=stdout,
         )
-        server = HttpServerConfig(args.name, args.url, headers)
+        server = HttpServerConfig(
+            args.name, args.url, headers, bool(args.oauth), oauth_client(args, environ)
+        )
         names, label = list(headers), "headers"
     else:
         if args.header or args.header_from_env:
@@ -166,12 +168,17 @@ def add_server(
     if settings.has(VERIFIED_ADD):
         check_short_name(server.name)
         store.check_new(server)  # a duplicate name is refused before connecting
-        tools = sync_new_server(server, environ, settings, redactor, args)
+        if not getattr(server, "oauth", False):  # an OAuth server is synced once authorized
+            tools = sync_new_server(server, environ, settings, redactor, args)
     path = store.add(server)
     lines = [f"Added MCP server {server.name}: {destination(server)}"]
     if names:
         lines.append(f"  {label}: {', '.join(names)} (values stored, not shown)")
     lines.append(f"Wrote {path} (mode 0600).")
+    if getattr(server, "oauth", False):
+        lines.append(
+            "OAuth: you will authorize this host in your browser the next time chat starts."
+        )
     if tools is not None:
         lines += listed_tools(server, tools, environ, settings.has(PINNING))
     else:
@@ -182,6 +189,32 @@ def add_server(
         lines.append("Not connected yet: it will be connected the next time chat starts.")
     stdout.write(terminal_safe(redactor.redact("\n".join(lines))) + "\n")
     return 0
+
+
+def oauth_client(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    """The configured OAuth client of `mcp add --oauth` (empty: dynamic registration)."""
+    client: dict[str, str] = {}
+    given = [
+        args.oauth_client_id,
+        args.oauth_client_secret_from_env,
+        args.oauth_client_metadata_url,
+    ]
+    if any(given) and not args.oauth:
+        raise UsageError("--oauth-client-* options need --oauth")
+    if args.oauth_client_id:
+        client["client_id"] = args.oauth_client_id
+    if args.oauth_client_secret_from_env:
+        secret = environ.get(args.oauth_client_secret_from_env)
+        if not secret:
+            raise UsageError(
+                f"the environment variable {args.oauth_client_secret_from_env} is not set"
+            )
+        client["client_secret"] = secret
+    if args.oauth_client_metadata_url:
+        if not args.oauth_client_metadata_url.startswith("https://"):
+            raise UsageError("a client ID metadata document URL must use HTTPS")
+        client["client_metadata_url"] = args.oauth_client_metadata_url
+    return client
 
 
 def check_short_name(name: str) -> None:
@@ -268,6 +301,9 @@ def list_servers(environ: Mapping[str, str], stdout: TextIO) -> int:
 def remove_server(name: str, environ: Mapping[str, str], stdout: TextIO) -> int:
     """`mcp remove NAME` (its tool approvals go with it, if any were kept)."""
     if ConfigStore(environ).remove(name):
+        from mcp_host_conformance.reference_client.oauth_flow import forget_tokens
+
+        forget_tokens(environ, name)
         approvals = ApprovalStore(environ)
         if approvals.path.exists():
             approvals.save(approvals.load().forget(name))

@@ -23,12 +23,8 @@ The schema is hostile input too:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
-
-import jsonschema
-import referencing
-import referencing.exceptions
-from jsonschema import exceptions as schema_exceptions
 
 __all__ = ["argument_problem"]
 
@@ -36,14 +32,20 @@ MAX_ERRORS = 3
 _SHOWN = 120
 
 
-def _no_remote(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+@lru_cache(maxsize=1)
+def _registry() -> Any:
+    """A reference registry that retrieves nothing (jsonschema is imported only here, on the
+    first check: a host without this profile never pays for it)."""
+    import referencing
+    import referencing.exceptions
+
+    def no_remote(uri: str) -> Any:
+        raise referencing.exceptions.NoSuchResource(ref=uri)
+
+    return referencing.Registry(retrieve=no_remote)
 
 
-_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_no_remote)
-
-
-def _where(error: schema_exceptions.ValidationError) -> str:
+def _where(error: Any) -> str:
     path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
     return f"arguments{path}"
 
@@ -52,7 +54,7 @@ def _short(text: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
-def _describe(error: schema_exceptions.ValidationError) -> str:
+def _describe(error: Any) -> str:
     # jsonschema's message quotes the instance; only the validator and the path are named
     # with the expected value, so an argument's content is never repeated at length.
     expected = error.validator_value
@@ -62,6 +64,10 @@ def _describe(error: schema_exceptions.ValidationError) -> str:
 
 def argument_problem(schema: Any, arguments: Mapping[str, Any]) -> str | None:
     """Why `arguments` may not be sent under `schema`, or None when they satisfy it."""
+    import jsonschema
+    import referencing.exceptions
+    from jsonschema import exceptions as schema_exceptions
+
     if not isinstance(schema, dict):
         return "the tool has no usable input schema"
     try:
@@ -71,7 +77,7 @@ def argument_problem(schema: Any, arguments: Mapping[str, Any]) -> str | None:
         validator_class.check_schema(schema)
         validator = validator_class(
             schema,
-            registry=_REGISTRY,
+            registry=_registry(),
             format_checker=None,  # `format` is an annotation (2020-12); not asserted
         )
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))

@@ -168,12 +168,16 @@ class HttpTransport:
         *,
         ca_file: Path | None = None,
         refuse_private: Collection[str] | None = None,
+        oauth: Any = None,
     ) -> None:
         self.url = url
         self.destination = url
         self._headers = dict(headers)
         self._ca_file = ca_file
         self._refuse_private = refuse_private
+        # Profile oauth: an `oauth_flow.OAuthFlow` that gives the Authorization header and
+        # answers 401/403 challenges (authorize, refresh, step up); None: static headers only.
+        self._oauth = oauth
         self._client: httpx.AsyncClient | None = None
         self._session_id: str | None = None
         self._protocol_version: str | None = None
@@ -316,6 +320,8 @@ class HttpTransport:
     # ---- internals --------------------------------------------------------------------
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
+        if self._oauth is not None:
+            headers.update(self._oauth.header())
         headers.update(
             {"accept": ACCEPT, "content-type": "application/json", "accept-encoding": "identity"}
         )
@@ -326,6 +332,32 @@ class HttpTransport:
         return headers
 
     async def _post(self, message: dict[str, Any]) -> httpx.Response:
+        response = await self._send_post(message)
+        # Profile oauth: a 401 or 403 challenge is the authorization's to answer; the request
+        # is sent again only once it says so (never after a refusal the server acted on:
+        # 401/403 mean it did not act), a few rounds at most (step-up, then the call).
+        rounds = 0
+        while self._oauth is not None and response.status_code in (401, 403) and rounds < 3:
+            rounds += 1
+            challenge = response.headers.get("www-authenticate")
+            await response.aclose()
+            from mcp_host_conformance.reference_client.oauth import OAuthError
+
+            try:
+                again = await self._oauth.on_challenge(response.status_code, challenge)
+            except OAuthError as exc:
+                raise TransportError(
+                    f"the OAuth authorization failed: {exc}", maybe_acted=False
+                ) from None
+            if not again:
+                raise TransportError(
+                    f"the server refused the authorization (HTTP {response.status_code})",
+                    maybe_acted=False,
+                )
+            response = await self._send_post(message)
+        return response
+
+    async def _send_post(self, message: dict[str, Any]) -> httpx.Response:
         if self._client is None:
             raise TransportError("not connected", maybe_acted=False)
         request = self._client.build_request(
@@ -342,6 +374,11 @@ class HttpTransport:
             raise TransportError(f"connection lost ({type(exc).__name__})") from None
 
     def _check(self, response: httpx.Response) -> None:
+        if self._oauth is not None and response.status_code in (401, 403):
+            raise TransportError(
+                f"the server refused the authorization (HTTP {response.status_code})",
+                maybe_acted=False,
+            )
         error = status_error(response.status_code)
         if error is not None:
             raise error

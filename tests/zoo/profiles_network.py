@@ -58,6 +58,52 @@ def _ipv4_only(original):
     return address_refusal
 
 
+_FLOW = "mcp_host_conformance.reference_client.oauth_flow"
+
+
+def _without(parameter):
+    @replaced(f"{_FLOW}.authorization_url")
+    def make(original):
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        def authorization_url(*args, **kwargs):
+            url = urlsplit(original(*args, **kwargs))
+            kept = [(k, v) for k, v in parse_qsl(url.query) if k not in parameter]
+            return urlunsplit(url._replace(query=urlencode(kept)))
+
+        return authorization_url
+
+    return make
+
+
+@replaced(f"{_FLOW}.OAuthFlow._token_request")
+def _shows_token(original):
+    async def _token_request(self, *args, **kwargs):
+        await original(self, *args, **kwargs)
+        # "a short prefix is safe to show": it is not the whole token, so nothing redacts it
+        self.context.notify(f"Signed in to {self.name} (token {self.tokens.access_token[:14]}...)")
+
+    return _token_request
+
+
+@replaced(f"{_FLOW}.OAuthFlow.refresh")
+def _no_refresh(original):
+    async def refresh(self):
+        from mcp_host_conformance.reference_client.oauth import OAuthError
+
+        raise OAuthError("refresh not supported")  # the person authorizes again instead
+
+    return refresh
+
+
+@replaced(f"{_FLOW}.scopes_to_request")
+def _no_scope(original):
+    def scopes_to_request(challenge, resource_scopes, server):
+        return None
+
+    return scopes_to_request
+
+
 CLIENTS = [
     BrokenClient(
         "refuses-literal-addresses-only",
@@ -86,6 +132,42 @@ CLIENTS = [
         "Checks IPv4 addresses only: unique-local IPv6 and IPv4-mapped IPv6 addresses pass.",
         {"PRIV-1"},
         (_ipv4_only,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "oauth-without-pkce",
+        "Sends the authorization request without a PKCE code challenge.",
+        {"OAUTH-1"},
+        (_without(("code_challenge", "code_challenge_method")),),
+        base="profiles",
+    ),
+    BrokenClient(
+        "oauth-without-resource",
+        "Leaves the resource parameter (RFC 8707) out of the authorization request.",
+        {"OAUTH-1"},
+        (_without(("resource",)),),
+        base="profiles",
+    ),
+    BrokenClient(
+        "oauth-ignores-scopes",
+        "Asks for no scope, whatever the challenge or the resource metadata says.",
+        {"OAUTH-1"},
+        (_no_scope,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "shows-oauth-token-prefix",
+        "Shows the start of the access token once signed in.",
+        {"OAUTH-1"},
+        (_shows_token,),
+        base="profiles",
+    ),
+    BrokenClient(
+        "reauthorizes-instead-of-refreshing",
+        "Never uses the refresh token: an expired token sends the person through the browser "
+        "again.",
+        {"OAUTH-1"},
+        (_no_refresh,),
         base="profiles",
     ),
 ]
