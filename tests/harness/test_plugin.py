@@ -187,6 +187,48 @@ def test_a_requirement_replaced_by_a_claimed_profile_is_not_applicable(
     )
 
 
+def test_a_server_a_verified_add_host_refuses_makes_a_case_not_applicable(
+    sandbox: pytest.Pytester,
+) -> None:
+    # The fake claims verified-add; its add fails for "offline" (a failed first sync). A case
+    # that needs that server configured is not applicable; one that catches the refusal
+    # (a refusal is what it expects) and one about the profile itself see the exception.
+    _case(
+        sandbox,
+        """
+        from mcp_host_conformance.harness.adapter import HttpServer
+        from mcp_host_conformance.harness.hostrun import RefusedAtAdd
+
+        def refusing(adapter):
+            def add_server(home, server):
+                raise RuntimeError("first sync failed: connection refused")
+            adapter.add_server = add_server
+
+        @pytest.mark.requirements("DISC-4")
+        def test_needs_it(host, adapter):
+            refusing(adapter)
+            host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+            raise AssertionError("must not get here")
+
+        @pytest.mark.requirements("NET-1")
+        def test_expects_a_refusal(host, adapter):
+            refusing(adapter)
+            with pytest.raises(RefusedAtAdd, match="first sync failed"):
+                host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+
+        @pytest.mark.requirements("SYNC-1")
+        @pytest.mark.profile("verified-add")
+        def test_about_the_profile(host, adapter):
+            refusing(adapter)
+            with pytest.raises(RuntimeError, match="first sync failed"):
+                host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+        """,
+    )
+    result = run(sandbox, "-rs", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*not applicable: the host claims verified-add and did not save*"])
+
+
 def test_case_without_requirements_is_rejected(sandbox: pytest.Pytester) -> None:
     _case(sandbox, "def test_unmarked():\n    pass\n")
     result = run(sandbox)
