@@ -63,10 +63,10 @@ def visit(url: str) -> int:
             return 0
         try:
             response = opener.open(urllib.request.Request(url, method="GET"), timeout=TIMEOUT)
-            status, location = response.status, response.headers.get("location")
+            status, location = int(response.status), response.headers.get("location")
             response.read(64 * 1024)
         except urllib.error.HTTPError as exc:
-            status, location = exc.code, exc.headers.get("location")
+            status, location = int(exc.code), exc.headers.get("location")
         except (urllib.error.URLError, OSError, ValueError):
             return 0
         if 300 <= status < 400 and location:

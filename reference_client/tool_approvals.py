@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from mcp_host_conformance.reference_client import untrusted_json
 from mcp_host_conformance.reference_client.config import (
@@ -31,7 +31,7 @@ MAX_BYTES = 16 * 1024 * 1024
 _HASH_LENGTH = 64
 
 
-def _is_hash(value: object) -> bool:
+def _is_hash(value: object) -> TypeGuard[str]:
     return (
         isinstance(value, str)
         and len(value) == _HASH_LENGTH

@@ -40,9 +40,9 @@ def _registry() -> Any:
     import referencing.exceptions
 
     def no_remote(uri: str) -> Any:
-        raise referencing.exceptions.NoSuchResource(ref=uri)
+        raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
-    return referencing.Registry(retrieve=no_remote)
+    return referencing.Registry(retrieve=no_remote)  # type: ignore[call-arg]
 
 
 def _where(error: Any) -> str:
