@@ -378,7 +378,7 @@ class OAuthFlow:
                 "resource": canonical_resource(self.server_url),
                 **form,
             }
-            await self._token_request(client, server, body, headers, method, client_id, secret)
+            await self.token_request(client, server, body, headers, method, client_id, secret)
 
     async def refresh(self) -> None:
         """A new access token from the refresh token, host-side (no browser)."""
@@ -401,9 +401,9 @@ class OAuthFlow:
         }
         server = AuthServer(endpoint, endpoint, endpoint)
         async with self._client() as client:
-            await self._token_request(client, server, body, headers, method, client_id, secret)
+            await self.token_request(client, server, body, headers, method, client_id, secret)
 
-    async def _token_request(
+    async def token_request(
         self,
         client: httpx.AsyncClient,
         server: AuthServer,

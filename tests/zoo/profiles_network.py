@@ -76,14 +76,14 @@ def _without(parameter):
     return make
 
 
-@replaced(f"{_FLOW}.OAuthFlow._token_request")
+@replaced(f"{_FLOW}.OAuthFlow.token_request")
 def _shows_token(original):
-    async def _token_request(self, *args, **kwargs):
+    async def token_request(self, *args, **kwargs):
         await original(self, *args, **kwargs)
         # "a short prefix is safe to show": it is not the whole token, so nothing redacts it
         self.context.notify(f"Signed in to {self.name} (token {self.tokens.access_token[:14]}...)")
 
-    return _token_request
+    return token_request
 
 
 @replaced(f"{_FLOW}.OAuthFlow.refresh")
