@@ -334,13 +334,16 @@ class Host:
     def _for_add(self, server: ServerConfig) -> ServerConfig:
         if not self.syncs_at_add:
             return server
+        # The first sync's bound is the harness's generous `wait`, not the scaled connect
+        # timeout: how long a sync at add may take is not what any case checks, and a slow
+        # machine must not turn a healthy server's add into a refusal.
         if isinstance(server, HttpServer):
             return replace(
                 server,
-                connect_timeout=server.connect_timeout or self.timeouts.connect,
+                connect_timeout=server.connect_timeout or self.timeouts.wait,
                 ca_file=server.ca_file or self.ca_file,
             )
-        return replace(server, connect_timeout=server.connect_timeout or self.timeouts.connect)
+        return replace(server, connect_timeout=server.connect_timeout or self.timeouts.wait)
 
     def add(self, server: ServerConfig) -> Shown:
         self.allow_loopback()

@@ -66,6 +66,26 @@ def _trust_on_first_use(original):
 
 
 @replaced(f"{_PINNING}.Approvals.seen")
+def _trust_later_tools(original):
+    def seen(self, server, destination, tools):
+        trusted = any(p.approved for p in self.pins(server, destination).tools.values())
+        updated = original(self, server, destination, tools)
+        pins = updated.servers[server]
+        tools_now = {
+            name: dataclasses.replace(pin, approved=pin.seen)
+            if trusted and pin.approved is None and name not in self.pins(server, destination).tools
+            else pin
+            for name, pin in pins.tools.items()
+        }
+        return dataclasses.replace(
+            updated,
+            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
+        )
+
+    return seen
+
+
+@replaced(f"{_PINNING}.Approvals.seen")
 def _follow_changes(original):
     def seen(self, server, destination, tools):
         updated = original(self, server, destination, tools)
@@ -228,6 +248,13 @@ CLIENTS = [
         {"PIN-2", "PIN-3"},
         (_trust_on_first_use,),
         target="PIN-2",
+        base="profiles",
+    ),
+    BrokenClient(
+        "trusts-later-tools",
+        "A tool that appears later on a server whose tools were approved starts enabled.",
+        {"PIN-2"},
+        (_trust_later_tools,),
         base="profiles",
     ),
     BrokenClient(
