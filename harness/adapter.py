@@ -45,6 +45,9 @@ __all__ = [
     "StartOptions",
     "StdioServer",
     "Stopped",
+    "PendingTool",
+    "ToolApprover",
+    "ToolReview",
     "Turn",
     "TypedAnswer",
     "as_status",
@@ -72,6 +75,19 @@ class HttpServer:
     name: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Optional profiles only (a host that claims none never needs these):
+    # `oauth` (profile oauth): the server uses OAuth; the host runs its authorization flow
+    # instead of sending static headers (OAUTH-1).
+    oauth: bool = False
+    # With `oauth`: a client registered for the host in advance, when the authorization
+    # server needs one: "client_id", "client_secret" (a secret), or "client_metadata_url" (a
+    # client ID metadata document). Empty: the host registers itself (or has its own).
+    oauth_client: Mapping[str, str] = field(default_factory=dict)
+    # For a host that connects when a server is added (profile verified-add): a CA to trust
+    # for this server's first sync, and the (scaled) time that sync may take. A host that
+    # connects only at start gets these as StartOptions.ca_file / connect_timeout instead.
+    ca_file: Path | None = None
+    connect_timeout: float | None = None
 
     def __post_init__(self) -> None:
         _freeze(self)
@@ -86,6 +102,7 @@ class StdioServer:
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout: float | None = None  # as HttpServer.connect_timeout (verified-add)
 
     def __post_init__(self) -> None:
         _freeze(self)
@@ -248,6 +265,38 @@ class Stopped:
         object.__setattr__(self, "session_files", tuple(Path(p) for p in self.session_files))
 
 
+# ---- tool review (optional profiles pinning and instruction-flagging) -------------------------
+
+
+@dataclass(frozen=True)
+class PendingTool:
+    """One tool a host asks a person to approve before it can be called (PIN-1, PIN-2), as
+    shown: which tool, why it waits (`new`: never approved; `changed`: its text changed
+    since it was approved), whether the host flagged its text as reading like instructions
+    to the model (FLAG-1), and everything shown for it."""
+
+    server: str  # the configured server name
+    tool: str  # the server's own tool name
+    change: Literal["new", "changed"]
+    flagged: bool = False
+    text: str = ""
+
+
+# A tool-review callback gets one pending tool and answers True (approve it) or False.
+ToolApprover = Callable[[PendingTool], bool]
+
+
+@dataclass(frozen=True)
+class ToolReview:
+    """What one review showed: every pending tool in the order asked, and all its text."""
+
+    tools: tuple[PendingTool, ...] = ()
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        _freeze(self)
+
+
 # ---- the operations ------------------------------------------------------------------------
 
 
@@ -270,6 +319,12 @@ class ClientSession(Protocol):
 
     def stop(self) -> Stopped: ...
 
+    # Optional (profiles pinning, instruction-flagging; not part of the checked protocol):
+    #   def review_tools(self, approve: ToolApprover) -> ToolReview
+    # Show the person every tool of this session waiting for approval, one by one, as the
+    # host's own review does, and call `approve` for each; approved tools are callable from
+    # then on, in this session and the next ones.
+
 
 @runtime_checkable
 class Adapter(Protocol):
@@ -282,6 +337,11 @@ class Adapter(Protocol):
     def list_servers(self, home: Path) -> Shown: ...
 
     def start(self, options: StartOptions) -> ClientSession: ...
+
+    # Optional (profile private-address-refusal; not part of the checked protocol):
+    #   def allow_addresses(self, home: Path, addresses: tuple[str, ...]) -> Shown
+    # Allow connections to these exact addresses although they are private (PRIV-1): the
+    # harness gives its own loopback (where its mocks listen) before any other operation.
 
 
 class AdapterError(RuntimeError):

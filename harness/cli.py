@@ -32,7 +32,14 @@ from mcp_host_conformance.harness.items import case_id, requirement_ids
 from mcp_host_conformance.harness.loader import LoadError, zoo_clients
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.harness.safe_text import visible
-from mcp_host_conformance.harness.sandbox import HOST, ISOLATED, REASON_ENV, SealError, seal
+from mcp_host_conformance.harness.sandbox import (
+    HOST,
+    ISOLATED,
+    REASON_ENV,
+    SealError,
+    seal,
+    serve_dns,
+)
 
 __all__ = [
     "broken_clients_for",
@@ -220,6 +227,8 @@ def _seal_run(mode: str) -> int | None:
     if mode == ISOLATED and not network.isolated:
         sys.stderr.write(f"mcp-host-conformance: --network isolated: {network.reason}\n")
         return 3
+    if network.isolated:
+        serve_dns()  # the sealed network's name server, on a thread of this process
     return None
 
 

@@ -52,11 +52,14 @@ from mcp_host_conformance.harness.adapter import (
     Approver,
     Confirmation,
     Description,
+    PendingTool,
     ServerConfig,
     ServerStatus,
     Shown,
     StartOptions,
     Stopped,
+    ToolApprover,
+    ToolReview,
     Turn,
 )
 from mcp_host_conformance.harness.driver_wire import (
@@ -123,11 +126,18 @@ class _Clock:
 
 
 class _Turn:
-    """The callbacks of the `ask` in flight for one session."""
+    """The callbacks of the `ask` (or `review_tools`) in flight for one session."""
 
-    def __init__(self, approve: Approver, acknowledge: Acknowledger, clock: _Clock) -> None:
+    def __init__(
+        self,
+        approve: Approver,
+        acknowledge: Acknowledger,
+        clock: _Clock,
+        review: ToolApprover | None = None,
+    ) -> None:
         self.approve = approve
         self.acknowledge = acknowledge
+        self.review = review
         self.clock = clock
         self.callback_error: BaseException | None = None
 
@@ -193,7 +203,7 @@ class _Process:
             self.popen.stdin,
             name="the driver",
             strict=True,
-            accepts=("approve", "acknowledge"),
+            accepts=("approve", "acknowledge", "review_tool"),
             on_failure=self._on_failure,
             end_reason=self._death_reason,
         )
@@ -252,6 +262,11 @@ class _Process:
                 if not isinstance(reply, str):
                     raise TypeError("the approval callback must return a string")
                 answer = reply
+            elif method == "review_tool":
+                if turn.review is None:
+                    raise WireError("review_tool arrived outside review_tools")
+                body = {k: v for k, v in params.items() if k != "session"}
+                answer = bool(turn.review(decode(PendingTool, body, "review_tool params")))
             else:
                 prompt = params.get("prompt")
                 if not isinstance(prompt, str):
@@ -336,6 +351,14 @@ class _DriverSession:
     def cancel(self) -> None:
         self._adapter._call("cancel", {"session": self.id})
 
+    def review_tools(self, approve: ToolApprover) -> ToolReview:
+        """The optional tool review (profiles pinning, instruction-flagging): the driver
+        asks `review_tool` for each pending tool while `review_tools` is in flight."""
+        result = self._adapter._with_callbacks(
+            self.id, "review_tools", {"session": self.id}, _no_approval, _no_ack, approve
+        )
+        return self._adapter._decode(ToolReview, result, "review_tools")
+
     def stop(self) -> Stopped:
         return self._adapter._decode(
             Stopped, self._adapter._call("stop", {"session": self.id}), "stop"
@@ -394,6 +417,11 @@ class DriverAdapter:
     def list_servers(self, home: Path) -> Shown:
         return self._decode(Shown, self._call("list_servers", {"home": str(home)}), "list_servers")
 
+    def allow_addresses(self, home: Path, addresses: tuple[str, ...]) -> Shown:
+        """The optional allowance (profile private-address-refusal)."""
+        result = self._call("allow_addresses", {"home": str(home), "addresses": list(addresses)})
+        return self._decode(Shown, result, "allow_addresses")
+
     def start(self, options: StartOptions) -> _DriverSession:
         result = self._call("start", {"options": encode(options)})
         if not isinstance(result, dict) or not isinstance(result.get("session"), str):
@@ -443,13 +471,26 @@ class DriverAdapter:
         return self._wait(process, pending, _Clock(self.timeout))
 
     def _ask(self, sid: str, question: str, approve: Approver, acknowledge: Acknowledger) -> Any:
+        return self._with_callbacks(
+            sid, "ask", {"session": sid, "question": question}, approve, acknowledge
+        )
+
+    def _with_callbacks(
+        self,
+        sid: str,
+        method: str,
+        params: dict[str, Any],
+        approve: Approver,
+        acknowledge: Acknowledger,
+        review: ToolApprover | None = None,
+    ) -> Any:
         process = self._ensure()
         clock = _Clock(self.timeout)
-        turn = _Turn(approve, acknowledge, clock)
+        turn = _Turn(approve, acknowledge, clock, review)
         with process.turns_lock:
             process.turns[sid] = turn
         try:
-            pending = process.peer.request("ask", {"session": sid, "question": question})
+            pending = process.peer.request(method, params)
             try:
                 result = self._wait(process, pending, clock)
             except AdapterError:
@@ -506,6 +547,14 @@ class DriverAdapter:
 
     def _broken(self, method: str, detail: str) -> AdapterError:
         return AdapterError(f"the driver answered {method} with a malformed result: {detail}")
+
+
+def _no_approval(confirmation: Confirmation) -> str:
+    raise WireError("approve arrived during review_tools")
+
+
+def _no_ack(prompt: str) -> bool:
+    raise WireError("acknowledge arrived during review_tools")
 
 
 # Every live driver process, killed at interpreter exit if nobody closed it.

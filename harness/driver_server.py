@@ -27,6 +27,7 @@ from mcp_host_conformance.harness.adapter import (
     Adapter,
     ClientSession,
     Confirmation,
+    PendingTool,
     StartOptions,
 )
 from mcp_host_conformance.harness.driver_wire import (
@@ -81,7 +82,7 @@ class _Server:
 
     def handle(self, request: Request) -> bool:
         """Serve one request; False when the harness asked to shut down."""
-        if request.method == "ask":
+        if request.method in ("ask", "review_tools"):  # both call back to the harness
             with self.lock:
                 self.asks = [t for t in self.asks if t.is_alive()]
                 busy = len(self.asks) >= MAX_ASKS
@@ -171,6 +172,28 @@ class _Server:
             return bool(self.call_harness("acknowledge", {"session": sid, "prompt": prompt}))
 
         return encode(session.ask(question, approve, acknowledge))
+
+    def op_review_tools(self, params: dict[str, Any]) -> Any:
+        session = self.session(params)
+        sid = params["session"]
+        review = getattr(session, "review_tools", None)
+        if review is None:
+            raise WireError("this host has no tool review (profiles pinning, instruction-flagging)")
+
+        def approve(pending: PendingTool) -> bool:
+            return bool(self.call_harness("review_tool", {"session": sid, **encode(pending)}))
+
+        return encode(review(approve))
+
+    def op_allow_addresses(self, params: dict[str, Any]) -> Any:
+        home = decode_path(params["home"], "home")
+        addresses = params["addresses"]
+        if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
+            raise WireError("params.addresses: expected a list of strings")
+        allow = getattr(self.adapter, "allow_addresses", None)
+        if allow is None:
+            raise WireError("this host has no address allowance (profile private-address-refusal)")
+        return encode(allow(home, tuple(addresses)))
 
     def op_cancel(self, params: dict[str, Any]) -> Any:
         self.session(params).cancel()

@@ -246,7 +246,14 @@ def stdio_mock(case: Case) -> StdioMockFactory:
 
 
 @pytest.fixture
-def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) -> Host:
+def host(
+    request: pytest.FixtureRequest,
+    case: Case,
+    adapter: Adapter,
+    description: Description,
+    model: ModelService,
+    timeouts: Timeouts,
+) -> Host:
     """The client under test in this case's HOME and project, with `model` as its model."""
     if model.url is None:  # pragma: no cover - the model fixture starts it
         raise RuntimeError("the mock model is not started")
@@ -258,6 +265,10 @@ def host(case: Case, adapter: Adapter, model: ModelService, timeouts: Timeouts) 
         model_key=model.api_key,
         timeouts=timeouts,
         model=model,
+        profiles=frozenset(description.profiles),
+        case_profiles=frozenset(
+            str(profile) for mark in request.node.iter_markers("profile") for profile in mark.args
+        ),
     )
     case.hosts.append(owner)
     return owner

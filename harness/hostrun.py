@@ -22,15 +22,18 @@ from typing import Any, Generic, TypeVar
 
 from mcp_host_conformance.harness.adapter import (
     Adapter,
+    AdapterError,
     ClientSession,
     Confirmation,
     HttpServer,
+    PendingTool,
     ServerConfig,
     ServerStatus,
     Shown,
     StartOptions,
     StdioServer,
     Stopped,
+    ToolReview,
     Turn,
 )
 from mcp_host_conformance.harness.mock_contract import (
@@ -42,14 +45,33 @@ from mcp_host_conformance.harness.mock_contract import (
 from mcp_host_conformance.harness.outcomes import check, precondition
 
 __all__ = [
+    "LOOPBACK_ALLOWANCE",
     "Acknowledgement",
     "Approval",
     "HarnessTimeout",
     "Host",
+    "RefusedAtAdd",
     "Running",
     "Timeouts",
+    "ToolApproval",
     "bounded",
 ]
+
+# The addresses the harness's own mocks listen on, allowed to a host that claims
+# private-address-refusal (PRIV-1: "the harness passes its own loopback allowance").
+LOOPBACK_ALLOWANCE = ("127.0.0.1", "::1")
+PINNING = "pinning"
+FLAGGING = "instruction-flagging"
+VERIFIED_ADD = "verified-add"
+PRIVATE_REFUSAL = "private-address-refusal"
+
+
+class RefusedAtAdd(Exception):
+    """A host that claims verified-add refused to save a server because its first sync
+    failed (SYNC-1). A case that expects refusals catches it (it is an Exception); one that
+    needs the server configured does not, and the plugin reports that case not applicable to
+    such a host, with this message."""
+
 
 T = TypeVar("T")
 
@@ -121,6 +143,8 @@ class Timeouts:
 Approval = str | Sequence[str] | Callable[[Confirmation], str]
 # What the person answers at each acknowledgement prompt, likewise.
 Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
+# What the person answers for each tool in a tool review (profile pinning), likewise.
+ToolApproval = bool | Sequence[bool] | Callable[[PendingTool], bool]
 
 
 def _approver(answer: Approval) -> Callable[[Confirmation], str]:
@@ -130,6 +154,15 @@ def _approver(answer: Approval) -> Callable[[Confirmation], str]:
         return lambda _confirmation: answer
     queue = list(answer)  # consumed in order, then Enter ("")
     return lambda _confirmation: queue.pop(0) if queue else ""
+
+
+def _tool_approver(answer: ToolApproval) -> Callable[[PendingTool], bool]:
+    if callable(answer):
+        return answer
+    if isinstance(answer, bool):
+        return lambda _tool: answer
+    queue = list(answer)  # consumed in order, then not approved
+    return lambda _tool: queue.pop(0) if queue else False
 
 
 def _acknowledger(answer: Acknowledgement) -> Callable[[str], bool]:
@@ -228,6 +261,34 @@ class Running:
     def cancel(self) -> None:
         bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
 
+    @property
+    def can_review(self) -> bool:
+        return callable(getattr(self.session, "review_tools", None))
+
+    def review(self, approve: ToolApproval = True) -> ToolReview:
+        """The host's tool review (profiles pinning, instruction-flagging): every pending tool
+        shown to the person, answered by `approve` (True / False / a list in order, then
+        False / a callable(PendingTool) -> bool). AdapterError if the host has none."""
+        review = getattr(self.session, "review_tools", None)
+        if not callable(review):
+            raise AdapterError(
+                "the host claims a profile with a tool review (pinning or instruction-flagging) "
+                "but its session has no review_tools"
+            )
+        approver = _tool_approver(approve)
+
+        def on_tool(pending: PendingTool) -> bool:
+            self.host._saw(pending.text)
+            return bool(approver(pending))
+
+        limit = self.host.timeouts.ask_bound(
+            self.options.connect_timeout, self.options.call_timeout
+        )
+        shown: ToolReview = bounded("review_tools()", lambda: review(on_tool), limit)
+        self.host.reviews.append(shown)
+        self.host._saw(shown.text, *(t.text for t in shown.tools))
+        return shown
+
     def stop(self) -> Stopped:
         """End the client the way its user would; idempotent."""
         if self.stopped is None:
@@ -264,6 +325,13 @@ class Host:
     # the mock model: told which configured name each mock has, so a scripted call
     # `Step.call(server=NAME, tool=T)` finds that mock's tool by its marker
     model: ModelService | None = None
+    # The optional profiles the host claims, and those the running case is about (its
+    # `profile` markers): a case about a profile drives that profile itself; any other case
+    # gets what a person using such a host would do before chatting (see `start` and `add`).
+    profiles: frozenset[str] = frozenset()
+    case_profiles: frozenset[str] = frozenset()
+    reviews: list[ToolReview] = field(default_factory=list)
+    _allowed: bool = False
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -273,12 +341,61 @@ class Host:
         return "\n".join(self.seen)
 
     # configuration -------------------------------------------------------------------------
-    def add(self, server: ServerConfig) -> Shown:
+    def allow_loopback(self) -> None:
+        """Give a host that claims private-address-refusal the harness's loopback allowance
+        (once per case, before anything else): its mocks listen there."""
+        if self._allowed or PRIVATE_REFUSAL not in self.profiles:
+            return
+        self._allowed = True
+        allow = getattr(self.adapter, "allow_addresses", None)
+        if not callable(allow):
+            raise AdapterError(
+                "the host claims private-address-refusal but its adapter has no "
+                "allow_addresses (the harness's loopback allowance cannot be given)"
+            )
         shown = bounded(
-            f"add_server({server.name!r})",
-            lambda: self.adapter.add_server(self.home, server),
+            "allow_addresses()",
+            lambda: allow(self.home, LOOPBACK_ALLOWANCE),
             self.timeouts.config_bound(),
         )
+        self._saw(shown.text)
+
+    @property
+    def syncs_at_add(self) -> bool:
+        return VERIFIED_ADD in self.profiles
+
+    def _for_add(self, server: ServerConfig) -> ServerConfig:
+        if not self.syncs_at_add:
+            return server
+        # The first sync's bound is the harness's generous `wait`, not the scaled connect
+        # timeout: how long a sync at add may take is not what any case checks, and a slow
+        # machine must not turn a healthy server's add into a refusal.
+        if isinstance(server, HttpServer):
+            return replace(
+                server,
+                connect_timeout=server.connect_timeout or self.timeouts.wait,
+                ca_file=server.ca_file or self.ca_file,
+            )
+        return replace(server, connect_timeout=server.connect_timeout or self.timeouts.wait)
+
+    def add(self, server: ServerConfig) -> Shown:
+        self.allow_loopback()
+        server = self._for_add(server)
+        try:
+            shown = bounded(
+                f"add_server({server.name!r})",
+                lambda: self.adapter.add_server(self.home, server),
+                self.timeouts.config_bound(),
+            )
+        except AssertionError:  # the harness's own bound: the client hangs
+            raise
+        except Exception as exc:
+            if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles:
+                raise RefusedAtAdd(
+                    f"the host claims verified-add and did not save server {server.name!r}, "
+                    f"whose first sync failed ({str(exc)[:300]}); this case needs it configured"
+                ) from exc
+            raise
         self.servers[server.name] = server
         self.config_paths.extend(Path(p) for p in shown.paths)
         self._saw(shown.text)
@@ -297,10 +414,23 @@ class Host:
         address = url or mock.url
         if address is None:
             raise ValueError(f"add_http({name!r}): the mock is not started (it has no URL)")
-        self._bind(name, mock)
-        return self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
+        self.bind(name, mock)
+        shown = self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
+        self._after_sync(mock)
+        return shown
 
-    def _bind(self, name: str, mock: MarkedMock) -> None:
+    def _after_sync(self, mock: Any) -> None:
+        # A verified-add host has just connected to the mock for its first sync (SYNC-1's to
+        # judge). Other cases count what the mock received from the start of the session on,
+        # as they do for a host that connects only at start: the add's requests are cleared.
+        if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles:
+            journal = getattr(mock, "journal", None)
+            if journal is not None:
+                journal.clear()
+
+    def bind(self, name: str, mock: MarkedMock) -> None:
+        """Tell the mock model that the server configured as `name` is `mock` (so a scripted
+        `Step.call(server=name, ...)` finds its tools); `add_http`/`add_stdio` do it."""
         # anything with a command or URL may stand in for a mock; only marked ones are bound
         if self.model is not None and getattr(mock, "marker_token", None):
             self.model.bind(name, mock)
@@ -314,8 +444,8 @@ class Host:
     ) -> Shown:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
-        self._bind(name, mock)
-        return self.add(
+        self.bind(name, mock)
+        shown = self.add(
             StdioServer(
                 name=name,
                 command=command[0],
@@ -323,8 +453,11 @@ class Host:
                 env=dict(env or {}),
             )
         )
+        self._after_sync(mock)
+        return shown
 
     def remove(self, name: str) -> Shown:
+        self.allow_loopback()
         shown = bounded(
             f"remove_server({name!r})",
             lambda: self.adapter.remove_server(self.home, name),
@@ -359,7 +492,11 @@ class Host:
 
     def start(self, **overrides: Any) -> Running:
         """Start the client (StartOptions fields may be overridden,
-        e.g. resume=, connect_timeout=)."""
+        e.g. resume=, connect_timeout=). A host that claims pinning has every new or changed
+        tool disabled until a person approves it: in a case that is not about pinning (or
+        flagging), the person approves every tool right after the start, as a user of such
+        a host would before chatting."""
+        self.allow_loopback()
         options = self.options(**overrides)
         began = time.monotonic()
         session = bounded(
@@ -369,6 +506,8 @@ class Host:
         )
         running = Running(self, session, options, time.monotonic() - began)
         self.runs.append(running)
+        if PINNING in self.profiles and not ({PINNING, FLAGGING} & self.case_profiles):
+            running.review(True)
         return running
 
     def stop_all(self) -> builtins.list[BaseException]:  # `list` is the method above

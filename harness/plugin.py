@@ -36,10 +36,11 @@ from mcp_host_conformance.harness.client_under_test import (
     timeout_scale,
 )
 from mcp_host_conformance.harness.fixtures import *  # noqa: F403 - the fixtures cases use
+from mcp_host_conformance.harness.hostrun import RefusedAtAdd
 from mcp_host_conformance.harness.items import is_case, option, requirement_ids
 from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX
 from mcp_host_conformance.harness.reporting import ReportingPlugin
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.requirements import REQUIREMENTS, replaced_for
 from mcp_host_conformance.harness.run_cleanup import (
     SigtermHandler,
     install_sigterm,
@@ -189,6 +190,18 @@ def pytest_collection_modifyitems(
             config.stash[_SIGTERM] = install_sigterm()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A case that needs a server configured which a verified-add host refused to save (its
+    first sync failed, SYNC-1) cannot be set up on such a host: not applicable, with why."""
+    try:
+        return (yield)
+    except RefusedAtAdd as exc:
+        if not is_case(item):
+            raise
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX}{exc}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if not is_case(item):
@@ -205,6 +218,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid}: unknown requirement ID(s) {', '.join(unknown)}", pytrace=False)
     profile_marks = list(item.iter_markers("profile"))
     needs_cancel = item.get_closest_marker("needs_cancel") is not None
+    claimed = client_description(item.config).profiles
+    if claimed and not profile_marks:
+        replaced = replaced_for(claimed)
+        if ids and all(rid in replaced for rid in ids):
+            by = replaced[ids[0]]
+            pytest.skip(
+                f"{NOT_APPLICABLE_PREFIX}{', '.join(ids)} is replaced by {by.id} for a host "
+                f"that claims the {by.profile} profile"
+            )
     if profile_marks or needs_cancel:
         d = client_description(item.config)
         for mark in profile_marks:

@@ -1,4 +1,4 @@
-"""A stand-in remote host: a TCP listener on the sealed network's remote address.
+"""A stand-in remote host: a TCP listener on one of the sealed network's addresses.
 
 Strategy: NET-1 says a plain-HTTP URL to a non-loopback host is refused and no connection
 is attempted. Inside the sealed network (`mcp_host_conformance.harness.sandbox`) the
@@ -27,20 +27,27 @@ _READERS = 32  # connections whose first line is read; later ones are only journ
 class RemoteListener:
     """Listens on `address` (port 0); `journal` gets one "connection" entry per accept."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, port: int = 0) -> None:
         self.journal = Journal()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.bind((address, 0))  # OSError when the address is not local
-        self._socket.listen(64)
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._socket.bind((address, port))  # OSError when the address is not local
+            self._socket.listen(64)
+        except OSError:
+            self._socket.close()
+            raise
         self.address = address
         self.port = self._socket.getsockname()[1]
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="remote-listener", daemon=True)
         self._thread.start()
 
-    def url(self, host: str | None = None, path: str = "/mcp") -> str:
-        """`http://HOST:PORT/mcp`, HOST defaulting to the address itself."""
-        return f"http://{host or self.address}:{self.port}{path}"
+    def url(self, host: str | None = None, path: str = "/mcp", scheme: str = "http") -> str:
+        """`http://HOST:PORT/mcp`, HOST defaulting to the address itself (in brackets for
+        IPv6)."""
+        shown = host or (f"[{self.address}]" if ":" in self.address else self.address)
+        return f"{scheme}://{shown}:{self.port}{path}"
 
     def _accept(self) -> None:
         while not self._closed.is_set():

@@ -21,6 +21,7 @@ __all__ = [
     "Requirement",
     "area_of",
     "parse_catalog",
+    "replaced_for",
     "requirement",
 ]
 
@@ -37,7 +38,7 @@ class Requirement:
     area: str  # "APR"
     level: str  # "MUST" | "SHOULD" | "INFO"
     rule: str  # the rule's text, Markdown emphasis removed
-    observed: str  # how the suite observes it ("" for profile rules, which have no column)
+    observed: str  # how the suite observes it ("" for a profile row without that column)
     profile: str | None  # the optional profile it belongs to; None for the core
 
 
@@ -76,7 +77,8 @@ def parse_catalog(markdown: str) -> dict[str, Requirement]:
         if in_profiles:
             if len(cells) < 4:
                 raise ValueError(f"catalog row {rid}: expected ID | Profile | Level | Rule")
-            profile, level, rule, observed = cells[1].strip("`"), cells[2], cells[3], ""
+            profile, level, rule = cells[1].strip("`"), cells[2], cells[3]
+            observed = cells[4] if len(cells) > 4 else ""  # an optional How column
         else:
             if len(cells) < 4:
                 raise ValueError(f"catalog row {rid}: expected ID | Level | Rule | How")
@@ -112,6 +114,24 @@ AREAS: list[str] = list(dict.fromkeys(r.area for r in REQUIREMENTS.values()))
 CORE_AREAS: list[str] = list(
     dict.fromkeys(r.area for r in REQUIREMENTS.values() if r.profile is None)
 )
+
+
+_REPLACES = re.compile(r"\breplaces ((?:[A-Z]+-\d+)(?:(?:,| and) [A-Z]+-\d+)*)")
+
+
+def replaced_for(
+    profiles: frozenset[str] | set[str], catalog: dict[str, Requirement] | None = None
+) -> dict[str, Requirement]:
+    """Core requirement ID -> the profile requirement that replaces it for a host claiming
+    `profiles` (a profile rule saying "This profile replaces CFG-1 ...")."""
+    found: dict[str, Requirement] = {}
+    for req in (catalog if catalog is not None else REQUIREMENTS).values():
+        if req.profile is None or req.profile not in profiles:
+            continue
+        for match in _REPLACES.finditer(req.rule):
+            for rid in re.findall(r"[A-Z]+-\d+", match.group(1)):
+                found[rid] = req
+    return found
 
 
 def requirement(id: str) -> Requirement:  # noqa: A002 - the contract's name

@@ -57,8 +57,11 @@ HOST = "host"
 
 # TEST-NET-1 (RFC 5737): documentation only, never routed; inside it plays "a remote host".
 REMOTE_ADDRESS = "192.0.2.1"
-# Private and link-local addresses (RFC 1918, RFC 3927: the cloud metadata address).
-PRIVATE_ADDRESSES = ("10.0.0.2", "172.16.0.2", "192.168.0.2", "169.254.169.254")
+# Private and link-local addresses (RFC 1918, RFC 3927: the cloud metadata address; RFC 6598:
+# carrier-grade NAT), and an IPv6 unique-local one (RFC 4193), for the private-address
+# refusal profile.
+PRIVATE_ADDRESSES = ("10.0.0.2", "172.16.0.2", "192.168.0.2", "169.254.169.254", "100.64.0.2")
+PRIVATE_ADDRESSES_V6 = ("fd00::2",)
 # Names under .invalid (RFC 6761) never resolve outside; inside they are local.
 NAMES = {
     "mcp.example.invalid": REMOTE_ADDRESS,
@@ -66,8 +69,16 @@ NAMES = {
     "127.0.0.1.example.invalid": REMOTE_ADDRESS,
     "private.example.invalid": PRIVATE_ADDRESSES[0],
     "metadata.example.invalid": PRIVATE_ADDRESSES[3],
+    "cgnat.example.invalid": PRIVATE_ADDRESSES[4],
+    "ula.example.invalid": PRIVATE_ADDRESSES_V6[0],
 }
 HOSTS_FILE = Path("/etc/hosts")
+RESOLV_FILE = Path("/etc/resolv.conf")
+# The name server of the sealed network (`dns_stub`): every lookup beyond /etc/hosts goes to
+# it, and it answers only the rebinding names (a name whose address changes). Its socket is
+# bound while sealing (port 53 needs the privilege the sealing has) and served by the run's
+# process (`serve_dns`) or by a child beside the command `main` runs.
+_DNS_SOCKET: socket.socket | None = None
 _HOSTS_MARK = "# mcp-host-conformance sealed network"
 
 # Why a run is not sealed, handed from the process that tried to the ones that report.
@@ -85,8 +96,9 @@ class Network:
     mode: str  # ISOLATED or HOST
     reason: str = ""  # why it is not isolated ("" when it is)
     remote_address: str | None = None  # local address playing a remote host (isolated only)
-    private_addresses: tuple[str, ...] = ()
+    private_addresses: tuple[str, ...] = ()  # IPv4 and IPv6, those that are local here
     names: dict[str, str] = field(default_factory=dict)  # host name -> address, in /etc/hosts
+    dns: bool = False  # the name server answers (rebinding names: `dns_stub`)
 
     @property
     def isolated(self) -> bool:
@@ -99,6 +111,7 @@ class Network:
             "remote_address": self.remote_address,
             "private_addresses": list(self.private_addresses),
             "names": dict(self.names),
+            "dns": self.dns,
         }
 
 
@@ -116,7 +129,8 @@ def interfaces(net_dev: Path = Path("/proc/self/net/dev")) -> list[str]:
 
 
 def _is_local(address: str) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((address, 0))
         except OSError:
@@ -149,11 +163,16 @@ def observe() -> Network:
         return Network(HOST, reason=f"cannot read the network interfaces: {exc.strerror}")
     if names != ["lo"] or not _is_local(REMOTE_ADDRESS):
         return Network(HOST, reason=os.environ.get(REASON_ENV) or _NOT_TRIED)
+    from mcp_host_conformance.harness import dns_stub
+
     return Network(
         ISOLATED,
         remote_address=REMOTE_ADDRESS,
-        private_addresses=tuple(a for a in PRIVATE_ADDRESSES if _is_local(a)),
+        private_addresses=tuple(
+            a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if _is_local(a)
+        ),
         names=_mapped_names(),
+        dns=dns_stub.probe(),
     )
 
 
@@ -222,9 +241,25 @@ def _configure_loopback(addresses: Sequence[str]) -> None:
             raise SealError(f"configuring lo: {exc.strerror}") from None
 
 
+def _bind_copy(path: Path, text: str, what: str) -> None:
+    """Bind-mount a file holding `text` over `path` (in this mount namespace only)."""
+    fd, copy = tempfile.mkstemp(prefix="mcphc-hosts-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(copy, 0o644)
+        target = os.path.realpath(path).encode()
+        _check(_libc().mount(copy.encode(), target, None, _MS_BIND, None), what)
+    finally:
+        os.unlink(copy)  # the bind mount keeps the file; nothing is left behind
+
+
 def _map_names() -> None:
-    """Bind a copy of /etc/hosts with NAMES added over the original, in this process's own
-    mount namespace (made private first, so nothing propagates back to the machine)."""
+    """Bind a copy of /etc/hosts with NAMES added over the original, and a resolv.conf that
+    names the sealed network's own name server, in this process's own mount namespace (made
+    private first, so nothing propagates back to the machine)."""
+    from mcp_host_conformance.harness.dns_stub import ADDRESS
+
     libc = _libc()
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     try:
@@ -235,15 +270,43 @@ def _map_names() -> None:
     for name, address in NAMES.items():
         by_address.setdefault(address, []).append(name)
     added = "".join(f"{a} {' '.join(names)}\n" for a, names in by_address.items())
-    fd, copy = tempfile.mkstemp(prefix="mcphc-hosts-")
+    _bind_copy(
+        HOSTS_FILE, original.rstrip("\n") + f"\n{_HOSTS_MARK}\n{added}", "mapping /etc/hosts"
+    )
+    if RESOLV_FILE.exists():
+        _bind_copy(
+            RESOLV_FILE,
+            f"{_HOSTS_MARK}\nnameserver {ADDRESS}\noptions timeout:1 attempts:1\n",
+            "mapping /etc/resolv.conf",
+        )
+
+
+def _configure_loopback_v6(addresses: Sequence[str]) -> None:
+    """Add IPv6 addresses to lo; best effort (a kernel without IPv6 simply has none)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(original.rstrip("\n") + f"\n{_HOSTS_MARK}\n{added}")
-        os.chmod(copy, 0o644)
-        target = os.path.realpath(HOSTS_FILE).encode()
-        _check(libc.mount(copy.encode(), target, None, _MS_BIND, None), "mapping /etc/hosts")
-    finally:
-        os.unlink(copy)  # the bind mount keeps the file; nothing is left behind
+        index = socket.if_nametoindex("lo")
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            for address in addresses:
+                # struct in6_ifreq: the address, its prefix length, the interface index
+                request = struct.pack(
+                    "16sIi", socket.inet_pton(socket.AF_INET6, address), 128, index
+                )
+                fcntl.ioctl(s, _SIOCSIFADDR, request)
+    except OSError:
+        pass
+
+
+def _bind_dns() -> socket.socket | None:
+    """The name server's socket, bound while this process may still bind port 53."""
+    from mcp_host_conformance.harness.dns_stub import ADDRESS, PORT
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.bind((ADDRESS, PORT))
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def _seal_here() -> None:
@@ -263,8 +326,11 @@ def _seal_here() -> None:
         _unshare(_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWNS, "unshare(user, net, mount)")
         _map_to(0, 0, uid, gid)
     _configure_loopback((REMOTE_ADDRESS, *PRIVATE_ADDRESSES))
+    _configure_loopback_v6(PRIVATE_ADDRESSES_V6)
     if HOSTS_FILE.exists():
         _map_names()
+    global _DNS_SOCKET
+    _DNS_SOCKET = _bind_dns()
     if nested and uid != 0:
         # back to our own uid, so the host under test sees what it would see outside
         _unshare(_CLONE_NEWUSER, "unshare(user) to map the uid back")
@@ -300,6 +366,19 @@ def _trial() -> str | None:
         message = pipe.read()
     os.waitpid(pid, 0)
     return message.decode("utf-8", "replace") or None
+
+
+def serve_dns() -> bool:
+    """Serve the sealed network's name server from this process, on a daemon thread, if this
+    process sealed the network (and so holds its socket); whether it serves. Idempotent."""
+    global _DNS_SOCKET
+    from mcp_host_conformance.harness import dns_stub
+
+    sock, _DNS_SOCKET = _DNS_SOCKET, None
+    if sock is None:
+        return False
+    dns_stub.serve_in_thread(sock)
+    return True
 
 
 def seal() -> Network:
@@ -339,6 +418,7 @@ _USAGE = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global _DNS_SOCKET
     args = list(sys.argv[1:] if argv is None else argv)
     require = False
     while args and args[0] != "--":
@@ -362,6 +442,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if require and not network.isolated:
         sys.stderr.write(f"mcp-host-conformance: {network.reason}\n")
         return 3
+    if _DNS_SOCKET is not None:  # the name server lives beside the command, and ends with it
+        from mcp_host_conformance.harness import dns_stub
+
+        dns_stub.serve_forked(_DNS_SOCKET)
+        _DNS_SOCKET = None
     try:
         os.execvp(command[0], command)
     except OSError as exc:

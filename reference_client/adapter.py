@@ -15,6 +15,7 @@ one: `engine.open_engine`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import os
 import sys
@@ -32,11 +33,14 @@ from mcp_host_conformance.harness.adapter import (
     Confirmation,
     Description,
     HttpServer,
+    PendingTool,
     ServerConfig,
     ServerStatus,
     Shown,
     StartOptions,
     Stopped,
+    ToolApprover,
+    ToolReview,
     Turn,
     as_status,
 )
@@ -45,9 +49,12 @@ from mcp_host_conformance.reference_client.config import ConfigError, ConfigStor
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 from mcp_host_conformance.reference_client.display import terminal_safe
 from mcp_host_conformance.reference_client.engine import HostEngine, TurnReport, open_engine
+from mcp_host_conformance.reference_client.profiles import PROFILES, SettingsStore
 from mcp_host_conformance.reference_client.sessions import SessionError
+from mcp_host_conformance.reference_client.tool_review import ReviewView
 
 NAME = "mcp-reference-host"
+PROFILES_NAME = "mcp-reference-host-profiles"
 SECRET_VARIABLE = "MCP_REFERENCE_SECRET_{}"  # set only in the environ given to cli.main
 STOP_TIMEOUT = 30.0
 # `mcp add` as a person types it at a terminal: the header's value is prompted for with echo
@@ -87,11 +94,26 @@ def add_command(server: ServerConfig) -> tuple[list[str], dict[str, str]]:
         argv = ["mcp", "add", server.name, server.url]
         for name, value in server.headers.items():
             argv += from_env("--header-from-env", name, value)
+        if server.oauth:
+            argv.append("--oauth")
+            client = dict(server.oauth_client)
+            if client.get("client_id"):
+                argv.append(f"--oauth-client-id={client['client_id']}")
+            if client.get("client_secret"):
+                variable = SECRET_VARIABLE.format(len(secrets))
+                secrets[variable] = client["client_secret"]
+                argv.append(f"--oauth-client-secret-from-env={variable}")
+            if client.get("client_metadata_url"):
+                argv.append(f"--oauth-client-metadata-url={client['client_metadata_url']}")
+        if server.ca_file is not None:
+            argv.append(f"--ca-file={server.ca_file}")
     else:
         argv = ["mcp", "add", server.name, f"--command={server.command}"]
         argv += [f"--arg={arg}" for arg in server.args]  # "=" so an arg like -x stays an arg
         for name, value in server.env.items():
             argv += from_env("--env-from-env", name, value)
+    if server.connect_timeout is not None:
+        argv.append(f"--connect-timeout={server.connect_timeout:g}")
     return argv, secrets
 
 
@@ -140,6 +162,7 @@ class _BridgeUI:
         self.lines: list[str] = []
         self.approver: Approver | None = None
         self.acknowledger: Acknowledger | None = None
+        self.reviewer: ToolApprover | None = None
 
     def take_text(self) -> str:
         text, self.lines = "\n".join(self.lines), []
@@ -154,6 +177,20 @@ class _BridgeUI:
         answer = await asyncio.to_thread(self.approver, confirmation_record(view))
         self.lines.append(terminal_safe(f"{view.text}{answer}"))
         return answer
+
+    async def review_tool(self, view: ReviewView) -> bool:
+        if self.reviewer is None:
+            raise AdapterError("no tool-review callback during a review")
+        pending = PendingTool(
+            server=view.server,
+            tool=view.tool,
+            change="changed" if view.change == "changed" else "new",
+            flagged=bool(view.flags),
+            text=view.text,
+        )
+        approved = bool(await asyncio.to_thread(self.reviewer, pending))
+        self.lines.append(terminal_safe(f"{view.text}{'y' if approved else 'n'}"))
+        return approved
 
     async def acknowledge(self, prompt: str) -> bool:
         if self.acknowledger is None:
@@ -235,6 +272,31 @@ class ReferenceSession:
     def cancel(self) -> None:
         self.engine.cancel()
 
+    def review_tools(self, approve: ToolApprover) -> ToolReview:
+        """The tool review of profile pinning (chat's /review): every waiting tool shown,
+        one answer each."""
+        with self._ask_lock:
+            if self._stopped is not None:
+                raise AdapterError("the session is stopped")
+            self.ui.reviewer = approve
+            try:
+                shown = self._loop.run(self.engine.review(self.ui.review_tool), 60.0)
+            finally:
+                self.ui.reviewer = None
+            return ToolReview(
+                tools=tuple(
+                    PendingTool(
+                        server=view.server,
+                        tool=view.tool,
+                        change="changed" if view.change == "changed" else "new",
+                        flagged=bool(view.flags),
+                        text=view.text,
+                    )
+                    for view, _approved in shown
+                ),
+                text=self.ui.take_text(),
+            )
+
     def stop(self) -> Stopped:
         if self._stopped is not None:
             return self._stopped
@@ -294,8 +356,45 @@ class ReferenceAdapter:
         return ReferenceSession(options)
 
 
-def driver_main() -> int:
-    """`mcp-reference-host driver`: serve this adapter over the driver protocol (stdio)."""
+class ReferenceProfilesAdapter(ReferenceAdapter):
+    """The reference host with every optional profile switched on in its settings (entry
+    point `reference-profiles`): it claims them all. Each HOME it is given gets the profiles
+    switched on first, through the command line, as its user would (`profiles enable all`)."""
+
+    def __init__(self) -> None:
+        self._prepared: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def describe(self) -> Description:
+        return dataclasses.replace(
+            super().describe(), name=PROFILES_NAME, profiles=frozenset(PROFILES)
+        )
+
+    def _prepare(self, home: Path) -> None:
+        with self._lock:
+            if home in self._prepared and SettingsStore(host_environ(home)).path.exists():
+                return
+            self._prepared.add(home)
+        super()._cli(home, ["profiles", "enable", "all"])
+
+    def _cli(self, home: Path, argv: list[str], secrets: Mapping[str, str] | None = None) -> str:
+        self._prepare(home)
+        return super()._cli(home, argv, secrets)
+
+    def allow_addresses(self, home: Path, addresses: tuple[str, ...]) -> Shown:
+        return Shown(
+            self._cli(home, ["mcp", "allow-address", *addresses]),
+            (SettingsStore(host_environ(home)).path,),
+        )
+
+    def start(self, options: StartOptions) -> ReferenceSession:
+        self._prepare(options.home)
+        return super().start(options)
+
+
+def driver_main(profiles: bool = False) -> int:
+    """`mcp-reference-host driver [--profiles]`: serve this adapter (with every optional
+    profile switched on, with --profiles) over the driver protocol (stdio)."""
     from mcp_host_conformance.harness.driver_server import serve
 
-    return serve(ReferenceAdapter())
+    return serve(ReferenceProfilesAdapter() if profiles else ReferenceAdapter())

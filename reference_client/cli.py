@@ -43,7 +43,7 @@ DEFAULT_MODEL_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 BANNER = (
     "mcp-reference-host chat. Type your question; /exit or Ctrl-D leaves, "
-    "Ctrl-C cancels a running call."
+    "Ctrl-C cancels a running call, /review reviews tools waiting for approval."
 )
 
 
@@ -164,6 +164,48 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
         metavar="NAME=VAR",
         help="an environment variable NAME for the program, its value read from VAR",
     )
+    add.add_argument(
+        "--oauth",
+        action="store_true",
+        help="the server uses OAuth (profile oauth): authorize in a browser at the next start",
+    )
+    add.add_argument(
+        "--oauth-client-id",
+        metavar="ID",
+        help="a client id registered for this host at the server's authorization server "
+        "(with --oauth; default: dynamic registration)",
+    )
+    add.add_argument(
+        "--oauth-client-secret-from-env",
+        metavar="VAR",
+        help="that client's secret, read from the environment variable VAR",
+    )
+    add.add_argument(
+        "--oauth-client-metadata-url",
+        metavar="URL",
+        help="an HTTPS URL of this host's client ID metadata document, presented as its client "
+        "id where the authorization server supports that",
+    )
+    add.add_argument(
+        "--ca-file",
+        type=Path,
+        metavar="PATH",
+        help="an extra CA certificate to trust for the first sync (profile verified-add)",
+    )
+    add.add_argument(
+        "--connect-timeout",
+        type=seconds,
+        metavar="S",
+        help="seconds allowed for the first sync (profile verified-add; default: 10)",
+    )
+    allow = mcp_commands.add_parser(
+        "allow-address",
+        help="allow exact private addresses (profile private-address-refusal)",
+        description="Allow connections to these exact IP addresses although private or "
+        "internal addresses are refused (profile private-address-refusal), e.g. a test "
+        "harness's 127.0.0.1.",
+    )
+    allow.add_argument("addresses", metavar="ADDRESS", nargs="+")
     mcp_commands.add_parser(
         "list",
         help="list servers (names and destinations; never header or variable values)",
@@ -213,10 +255,31 @@ def _build_parser(out: TextIO) -> argparse.ArgumentParser:
     commands.add_parser(
         "sessions", help="list saved sessions", description="List saved sessions, oldest first."
     )
-    commands.add_parser(
+    profiles = commands.add_parser(
+        "profiles",
+        help="show or switch the optional profiles (pinning, verified-add, ...)",
+        description="Show the optional profiles, or switch them on or off. "
+        "Profiles: pinning (every tool waits for your approval, and again when its text "
+        "changes), verified-add (mcp add lists the tools at once; nothing is saved if that "
+        "fails), schema-validation (arguments are checked against the tool's schema), "
+        "private-address-refusal (servers at private or internal addresses are refused), "
+        "untrusted-marking (results are marked untrusted for the model), "
+        "instruction-flagging (tool text that reads like instructions is flagged), "
+        "oauth (servers added with --oauth are authorized in a browser).",
+    )
+    profiles.add_argument(
+        "action", nargs="?", choices=("list", "enable", "disable"), default="list"
+    )
+    profiles.add_argument("names", nargs="*", metavar="PROFILE", help="profile names, or all")
+    driver = commands.add_parser(
         "driver",
         help="serve the conformance driver protocol on stdio (for the test suite)",
         description="Serve the conformance suite's driver protocol over stdin/stdout.",
+    )
+    driver.add_argument(
+        "--profiles",
+        action="store_true",
+        help="with every optional profile switched on, claiming them all",
     )
     return parser
 
@@ -320,6 +383,8 @@ async def _chat(
         await engine.start()  # prints one status line per server
         ui.show(BANNER)
         ui.show(f"Session {session_id}")
+        if engine.waiting_tools():
+            await engine.review(ui.review_tool)  # profile pinning: the person reviews first
         while True:
             question = await ui.question("You> ")
             if question is None:
@@ -328,6 +393,10 @@ async def _chat(
             question = question.strip()
             if question == "/exit":
                 break
+            if question == "/review":
+                if not await engine.review(ui.review_tool):
+                    ui.show("No MCP tool waits for your approval.")
+                continue
             if not question:
                 continue
             asking = True
@@ -353,7 +422,7 @@ def main(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
-    serve_driver: Callable[[], int] | None = None,
+    serve_driver: Callable[..., int] | None = None,
 ) -> int:
     """Run one command. Errors go to `stderr` (default: `stdout` when it is given, so an
     in-process caller sees everything, else sys.stderr). `serve_driver` runs the `driver`
@@ -374,14 +443,18 @@ def main(
                 return server_commands.add_server(args, environ, stdin, stdout)
             if args.mcp_command == "list":
                 return server_commands.list_servers(environ, stdout)
+            if args.mcp_command == "allow-address":
+                return server_commands.allow_addresses(args.addresses, environ, stdout)
             return server_commands.remove_server(args.name, environ, stdout)
         if args.top_command == "sessions":
             return _sessions(environ, stdout)
+        if args.top_command == "profiles":
+            return server_commands.profiles_command(args.action, args.names, environ, stdout)
         if args.top_command == "chat":
             return asyncio.run(_chat(args, environ, stdin, stdout))
         if serve_driver is None:
             raise UsageError(f"the driver is served by the {PROG} program itself")
-        return serve_driver() or 0
+        return (serve_driver(profiles=True) if args.profiles else serve_driver()) or 0
     except _Exit as done:
         return done.status
     except UsageError as error:

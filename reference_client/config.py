@@ -65,6 +65,10 @@ class HttpServerConfig:
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
+    # Profile oauth: the server is authorized with OAuth; `oauth_client` holds a configured
+    # client (client_id, client_secret, client_metadata_url), empty for dynamic registration.
+    oauth: bool = False
+    oauth_client: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -264,6 +268,8 @@ def secrets_of(servers: Iterable[ServerConfig]) -> list[str]:
     for server in servers:
         is_http = isinstance(server, HttpServerConfig)
         values = server.headers if isinstance(server, HttpServerConfig) else server.env
+        if isinstance(server, HttpServerConfig) and server.oauth_client.get("client_secret"):
+            found.append(server.oauth_client["client_secret"])
         for value in values.values():
             if not value:
                 continue
@@ -276,7 +282,12 @@ def secrets_of(servers: Iterable[ServerConfig]) -> list[str]:
 
 def _to_json(server: ServerConfig) -> dict:
     if isinstance(server, HttpServerConfig):
-        return {"name": server.name, "type": "http", "url": server.url, "headers": server.headers}
+        entry: dict = {"name": server.name, "type": "http", "url": server.url}
+        entry["headers"] = server.headers
+        if server.oauth:
+            entry["auth"] = "oauth"
+            entry["oauth_client"] = server.oauth_client
+        return entry
     return {
         "name": server.name,
         "type": "stdio",
@@ -298,9 +309,10 @@ def _from_json(entry: object, index: int) -> ServerConfig:
         raise ConfigError(problem)
     if entry.get("type") == "http":
         url, headers = entry.get("url"), entry.get("headers", {})
-        if not isinstance(url, str) or not _str_dict(headers):
+        oauth, client = entry.get("auth") == "oauth", entry.get("oauth_client", {})
+        if not isinstance(url, str) or not _str_dict(headers) or not _str_dict(client):
             raise ConfigError(problem)
-        return HttpServerConfig(entry["name"], url, dict(headers))
+        return HttpServerConfig(entry["name"], url, dict(headers), oauth, dict(client))
     if entry.get("type") == "stdio":
         command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
         if (
@@ -358,8 +370,9 @@ class ConfigStore:
         write_private(self.path, data)
         return self.path
 
-    def add(self, server: ServerConfig) -> Path:
-        """Add a server (never connecting to it). Refuses a duplicate or invalid name."""
+    def check_new(self, server: ServerConfig) -> list[ServerConfig]:
+        """The servers configured now, if `server` may be added to them; ConfigError for an
+        invalid or duplicate name."""
         refusal = name_refusal(server.name)
         if refusal:
             raise ConfigError(f"cannot add the server: {refusal}")
@@ -369,6 +382,11 @@ class ConfigStore:
                 f"a server named {server.name!r} already exists; remove it first "
                 f"(mcp remove {server.name})"
             )
+        return servers
+
+    def add(self, server: ServerConfig) -> Path:
+        """Add a server (never connecting to it). Refuses a duplicate or invalid name."""
+        servers = self.check_new(server)
         servers.append(server)
         return self.save(servers)
 

@@ -20,6 +20,7 @@ from typing import TextIO
 
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView, is_approved
 from mcp_host_conformance.reference_client.display import terminal_safe
+from mcp_host_conformance.reference_client.tool_review import ReviewView
 
 __all__ = ["TerminalUI", "read_secret"]
 
@@ -83,6 +84,12 @@ class TerminalUI:
 
     async def acknowledge(self, prompt: str) -> bool:
         answer = await self._prompt(prompt)
+        return answer is not None and is_approved(answer)
+
+    async def review_tool(self, view: ReviewView) -> bool:
+        """One tool of a review (profile pinning): its text, then the prompt; only yes
+        approves, like a call's confirmation."""
+        answer = await self._prompt(view.text)
         return answer is not None and is_approved(answer)
 
     async def question(self, prompt: str = "You> ") -> str | None:

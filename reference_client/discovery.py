@@ -13,7 +13,7 @@ line is built from parts passed through `display.terminal_safe` on one line (HAR
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,13 @@ class Discovery:
 
 
 def make_transport(
-    server: Any, *, environ: Mapping[str, str], ca_file: Path | None = None, cwd: Path | None = None
+    server: Any,
+    *,
+    environ: Mapping[str, str],
+    ca_file: Path | None = None,
+    cwd: Path | None = None,
+    refuse_private: Collection[str] | None = None,
+    oauth: Any = None,
 ) -> Transport:
     if isinstance(server, config.StdioServerConfig):
         return StdioTransport(
@@ -92,7 +98,14 @@ def make_transport(
             host_environ=environ,
             cwd=str(cwd) if cwd is not None else None,
         )
-    return HttpTransport(server.url, server.headers, ca_file=ca_file)
+    flow = None
+    if oauth is not None and getattr(server, "oauth", False):  # profile oauth
+        from mcp_host_conformance.reference_client.oauth_flow import OAuthFlow
+
+        flow = OAuthFlow(server.name, server.url, server.oauth_client, oauth)
+    return HttpTransport(
+        server.url, server.headers, ca_file=ca_file, refuse_private=refuse_private, oauth=flow
+    )
 
 
 async def _connect_and_list(session: RpcSession) -> list[dict[str, Any]]:
@@ -156,17 +169,32 @@ async def discover(
     ca_file: Path | None = None,
     cwd: Path | None = None,
     reserved: Sequence[str] = (),
+    refuse_private: Collection[str] | None = None,
+    oauth: Any = None,
 ) -> Discovery:
-    """Connect all servers in parallel; status lines come back in configuration order."""
+    """Connect all servers in parallel; status lines come back in configuration order.
+    `refuse_private`: the allowed addresses when private addresses are refused (PRIV-1);
+    `oauth`: an `oauth_flow.OAuthContext` when OAuth is switched on (a server configured
+    with OAuth then gets the time a person needs to authorize on top of its timeout)."""
 
     async def one(server: Any) -> tuple[StatusLine, ConnectedServer | None]:
         try:
-            transport = make_transport(server, environ=environ, ca_file=ca_file, cwd=cwd)
+            transport = make_transport(
+                server,
+                environ=environ,
+                ca_file=ca_file,
+                cwd=cwd,
+                refuse_private=refuse_private,
+                oauth=oauth,
+            )
         except McpError as exc:  # e.g. an unreadable CA file
             return unavailable_line(
                 server.name, config.destination(server), redactor.redact(str(exc))
             ), None
-        return await connect_server(server, transport, timeout=connect_timeout, redactor=redactor)
+        timeout = connect_timeout
+        if oauth is not None and getattr(server, "oauth", False):
+            timeout += oauth.authorization_timeout
+        return await connect_server(server, transport, timeout=timeout, redactor=redactor)
 
     results = await asyncio.gather(*(one(s) for s in servers))
     found = Discovery(statuses=[line for line, _ in results])

@@ -21,8 +21,17 @@ from mcp_host_conformance.reference_client import builtins, config
 from mcp_host_conformance.reference_client.discovery import Discovery, StatusLine, discover
 from mcp_host_conformance.reference_client.display import terminal_safe
 from mcp_host_conformance.reference_client.model import DEFAULT_MODEL, ModelClient
+from mcp_host_conformance.reference_client.policy import ProfilePolicy
+from mcp_host_conformance.reference_client.profiles import (
+    OAUTH,
+    PRIVATE_ADDRESS_REFUSAL,
+    Settings,
+    SettingsStore,
+)
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.sessions import SessionLog, open_session
+from mcp_host_conformance.reference_client.tool_gate import ReviewAnswer, ToolGate
+from mcp_host_conformance.reference_client.tool_review import ReviewView
 from mcp_host_conformance.reference_client.turn import (
     UI,
     CallReport,
@@ -54,8 +63,12 @@ class HostEngine:
         ca_file: Path | None = None,
         session: SessionSink | None = None,
         history: list[dict[str, Any]] | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.servers = list(servers)
+        self.settings = settings or Settings()  # the optional profiles switched on
+        self.policy = ProfilePolicy(self.settings)
+        self.gate = ToolGate(environ, self.policy)
         self.environ = dict(environ)
         self.cwd = Path(cwd)
         self.ui = ui
@@ -80,6 +93,7 @@ class HostEngine:
             call_timeout=call_timeout,
             session=session,
             history=history,
+            policy=self.policy,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -99,11 +113,62 @@ class HostEngine:
             ca_file=self.ca_file,
             cwd=self.cwd,
             reserved=builtins.NAMES,
+            refuse_private=self._refuse_private(),
+            oauth=self._oauth_context(),
         )
+        notices = self.gate.record(self.discovery)
         self.conversation.offer(self.discovery)
         for status in self.discovery.statuses:
             self.ui.show(terminal_safe(self.redactor.redact(status.line)))
+        for notice in notices:
+            self.ui.show(terminal_safe(self.redactor.redact(notice)))
         return self.discovery.statuses
+
+    def _refuse_private(self) -> Any:
+        if not self.settings.has(PRIVATE_ADDRESS_REFUSAL):
+            return None
+        return self.settings.allowed_addresses
+
+    def _oauth_context(self) -> Any:
+        """Profile oauth: what the servers' OAuth flows share (None: OAuth is off, and a 401
+        is only reported, CRED-4/CRED-6)."""
+        if not self.settings.has(OAUTH):
+            return None
+        from mcp_host_conformance.reference_client.oauth_flow import OAuthContext
+
+        return OAuthContext(
+            environ=self.environ,
+            notify=lambda text: self.ui.show(terminal_safe(self.redactor.redact(text))),
+            on_secret=self.redactor.add,
+            ca_file=self.ca_file,
+            refuse_private=self._refuse_private(),
+        )
+
+    def waiting_tools(self) -> int:
+        """How many tools of the connected servers wait for a person's approval (pinning)."""
+        return len(self.gate.waiting())
+
+    async def review(self, answer: ReviewAnswer) -> list[tuple[ReviewView, bool]]:
+        """Show every waiting tool to the person (profile pinning); the approved ones are
+        offered and callable from the next model request on."""
+
+        seen: list[ReviewView] = []
+
+        async def redacted(view: ReviewView) -> bool:
+            # Server text, but a tool's text could quote a configured secret back.
+            shown = ReviewView(
+                view.server,
+                view.tool,
+                view.change,
+                view.flags,
+                terminal_safe(self.redactor.redact(view.text)),
+            )
+            seen.append(shown)
+            return await answer(shown)
+
+        answers = await self.gate.review(redacted)
+        self.conversation.offer(self.discovery)
+        return [(view, approved) for view, (_, approved) in zip(seen, answers, strict=True)]
 
     async def ask(self, question: str) -> TurnReport:
         self._loop = asyncio.get_running_loop()
@@ -147,6 +212,7 @@ def open_engine(
     """The engine for one chat: the configured servers, and a new session or the saved
     session `resume`, whose notices are shown at once. Raises ConfigError / SessionError."""
     servers = config.ConfigStore(environ).load()
+    settings = SettingsStore(environ).load()
     redactor = Redactor([*config.secrets_of(servers), model_key])
     opened = open_session(environ, resume, redactor=redactor)
     try:
@@ -164,6 +230,7 @@ def open_engine(
             ca_file=ca_file,
             session=opened.log,
             history=opened.history,
+            settings=settings,
         )
     except BaseException:
         opened.log.close()

@@ -15,10 +15,10 @@ from mcp_host_conformance.reference_client import cli
 __all__ = ["main"]
 
 
-def _serve_driver() -> int:
+def _serve_driver(profiles: bool = False) -> int:
     from mcp_host_conformance.reference_client.adapter import driver_main  # imports harness
 
-    return driver_main()
+    return driver_main(profiles)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

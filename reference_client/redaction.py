@@ -76,10 +76,19 @@ def secret_forms(secret: str) -> set[str]:
 
 class Redactor:
     def __init__(self, secrets: Iterable[str]) -> None:
+        self._secrets = [s for s in secrets if isinstance(s, str)]
+        self._build()
+
+    def add(self, secret: str) -> None:
+        """Redact one more secret from now on (a token obtained while running)."""
+        if isinstance(secret, str) and secret and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._build()
+
+    def _build(self) -> None:
         forms: set[str] = set()
-        for secret in secrets:
-            if isinstance(secret, str):
-                forms |= secret_forms(secret)
+        for secret in self._secrets:
+            forms |= secret_forms(secret)
         self._forms = sorted(forms, key=lambda form: (-len(form), form))
         self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
         # The marker itself must not contain a secret, or replacing would reintroduce it.

@@ -96,10 +96,11 @@ def _limited(status: Status, output: str) -> Outcome:
     return Outcome(OUTPUT_LIMITED if cut and status == COMPLETED else status, text)
 
 
-def model_output(outcome: Outcome) -> str:
+def model_output(outcome: Outcome, note: str = "") -> str:
     """The function_call_output text the model receives: a status line, then the output,
-    never over the 64 KiB limit."""
-    prefix = f"{STATUS_PREFIX}{outcome.status}\n"
+    never over the 64 KiB limit. `note`, if given, is a line of the host's own between them
+    (the untrusted marking of profile untrusted-marking), so truncation never removes it."""
+    prefix = f"{STATUS_PREFIX}{outcome.status}\n" + (f"{note}\n" if note else "")
     text, _cut_off = limited_text(prefix + outcome.output)
     return text
 

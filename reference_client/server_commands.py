@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
-from typing import TextIO
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 
 from mcp_host_conformance.reference_client.config import (
     ConfigError,
@@ -32,9 +32,24 @@ from mcp_host_conformance.reference_client.config import (
 )
 from mcp_host_conformance.reference_client.console import read_secret
 from mcp_host_conformance.reference_client.display import terminal_safe
+from mcp_host_conformance.reference_client.profiles import (
+    PINNING,
+    PROFILES,
+    VERIFIED_ADD,
+    SettingsStore,
+)
 from mcp_host_conformance.reference_client.redaction import Redactor
+from mcp_host_conformance.reference_client.tool_approvals import ApprovalStore
 
-__all__ = ["PROG", "UsageError", "add_server", "list_servers", "remove_server"]
+__all__ = [
+    "PROG",
+    "UsageError",
+    "add_server",
+    "allow_addresses",
+    "list_servers",
+    "profiles_command",
+    "remove_server",
+]
 
 PROG = "mcp-reference-host"
 # Only the name's shape, to tell a name from a misplaced value; config checks it fully.
@@ -124,7 +139,9 @@ def add_server(
             stdin=stdin,
             stdout=stdout,
         )
-        server = HttpServerConfig(args.name, args.url, headers)
+        server = HttpServerConfig(
+            args.name, args.url, headers, bool(args.oauth), oauth_client(args, environ)
+        )
         names, label = list(headers), "headers"
     else:
         if args.header or args.header_from_env:
@@ -146,18 +163,118 @@ def add_server(
         server = StdioServerConfig(args.name, args.command, list(args.arg), env)
         names, label = list(env), "variables"
     redactor = Redactor(secrets_of([server]))
+    settings = SettingsStore(environ).load()
+    tools = None
+    if settings.has(VERIFIED_ADD):
+        check_short_name(server.name)
+        store.check_new(server)  # a duplicate name is refused before connecting
+        if not getattr(server, "oauth", False):  # an OAuth server is synced once authorized
+            tools = sync_new_server(server, environ, settings, redactor, args)
     path = store.add(server)
     lines = [f"Added MCP server {server.name}: {destination(server)}"]
     if names:
         lines.append(f"  {label}: {', '.join(names)} (values stored, not shown)")
     lines.append(f"Wrote {path} (mode 0600).")
-    if isinstance(server, HttpServerConfig):
-        refusal = url_refusal(server.url)
-        if refusal:
-            lines.append(f"Warning: this server will be refused at connection: {refusal}.")
-    lines.append("Not connected yet: it will be connected the next time chat starts.")
+    if getattr(server, "oauth", False):
+        lines.append(
+            "OAuth: you will authorize this host in your browser the next time chat starts."
+        )
+    if tools is not None:
+        lines += listed_tools(server, tools, environ, settings.has(PINNING))
+    else:
+        if isinstance(server, HttpServerConfig):
+            refusal = url_refusal(server.url)
+            if refusal:
+                lines.append(f"Warning: this server will be refused at connection: {refusal}.")
+        lines.append("Not connected yet: it will be connected the next time chat starts.")
     stdout.write(terminal_safe(redactor.redact("\n".join(lines))) + "\n")
     return 0
+
+
+def oauth_client(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    """The configured OAuth client of `mcp add --oauth` (empty: dynamic registration)."""
+    client: dict[str, str] = {}
+    given = [
+        args.oauth_client_id,
+        args.oauth_client_secret_from_env,
+        args.oauth_client_metadata_url,
+    ]
+    if any(given) and not args.oauth:
+        raise UsageError("--oauth-client-* options need --oauth")
+    if args.oauth_client_id:
+        client["client_id"] = args.oauth_client_id
+    if args.oauth_client_secret_from_env:
+        secret = environ.get(args.oauth_client_secret_from_env)
+        if not secret:
+            raise UsageError(
+                f"the environment variable {args.oauth_client_secret_from_env} is not set"
+            )
+        client["client_secret"] = secret
+    if args.oauth_client_metadata_url:
+        if not args.oauth_client_metadata_url.startswith("https://"):
+            raise UsageError("a client ID metadata document URL must use HTTPS")
+        client["client_metadata_url"] = args.oauth_client_metadata_url
+    return client
+
+
+def check_short_name(name: str) -> None:
+    """Profile verified-add (SYNC-2): only short lowercase names; UsageError otherwise."""
+    from mcp_host_conformance.reference_client.verified_add import short_name_problem
+
+    problem = short_name_problem(name)
+    if problem:
+        raise UsageError(f"{terminal_safe(name, one_line=True)[:80]!r}: {problem}")
+
+
+def sync_new_server(
+    server: HttpServerConfig | StdioServerConfig,
+    environ: Mapping[str, str],
+    settings: Any,
+    redactor: Redactor,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """Profile verified-add (SYNC-1): list the new server's tools now; if that fails,
+    nothing is saved (ConfigError, exit status 1)."""
+    from mcp_host_conformance.reference_client.verified_add import (  # connects: only here
+        DEFAULT_SYNC_TIMEOUT,
+        first_sync,
+    )
+
+    try:
+        return first_sync(
+            server,
+            environ=environ,
+            settings=settings,
+            redactor=redactor,
+            ca_file=getattr(args, "ca_file", None),
+            timeout=getattr(args, "connect_timeout", None) or DEFAULT_SYNC_TIMEOUT,
+        )
+    except ConfigError as error:
+        raise ConfigError(
+            f"nothing saved: the first sync of {server.name} failed: {redactor.redact(str(error))}"
+        ) from None
+
+
+def listed_tools(
+    server: HttpServerConfig | StdioServerConfig,
+    tools: list[dict[str, Any]],
+    environ: Mapping[str, str],
+    pinning: bool,
+) -> list[str]:
+    """The lines that list a just-synced server's tools; with pinning they are recorded as
+    waiting for approval (PIN-2)."""
+    names = [terminal_safe(str(t.get("name")), one_line=True) for t in tools]
+    lines = [f"Listed {len(tools)} tools: {', '.join(names) or '(none)'}"]
+    if pinning:
+        approvals = ApprovalStore(environ)
+        approvals.save(
+            approvals.load().forget(server.name).seen(server.name, destination(server), tools)
+        )
+        lines.append(
+            "Every tool starts disabled: review and approve them in chat (/review) before "
+            "they can be called."
+        )
+    return lines
 
 
 def list_servers(environ: Mapping[str, str], stdout: TextIO) -> int:
@@ -182,8 +299,46 @@ def list_servers(environ: Mapping[str, str], stdout: TextIO) -> int:
 
 
 def remove_server(name: str, environ: Mapping[str, str], stdout: TextIO) -> int:
-    """`mcp remove NAME`."""
+    """`mcp remove NAME` (its tool approvals go with it, if any were kept)."""
     if ConfigStore(environ).remove(name):
+        from mcp_host_conformance.reference_client.oauth_flow import forget_tokens
+
+        forget_tokens(environ, name)
+        approvals = ApprovalStore(environ)
+        if approvals.path.exists():
+            approvals.save(approvals.load().forget(name))
         stdout.write(terminal_safe(f"Removed MCP server {name}.", one_line=True) + "\n")
         return 0
     raise ConfigError(f"no server named {name!r}; see `{PROG} mcp list`")
+
+
+def allow_addresses(addresses: Iterable[str], environ: Mapping[str, str], stdout: TextIO) -> int:
+    """`mcp allow-address ADDRESS...`: exact addresses allowed although private (PRIV-1)."""
+    settings = SettingsStore(environ).allow(addresses)
+    stdout.write(
+        terminal_safe(
+            "Allowed addresses (connected to although private): "
+            + (", ".join(settings.allowed_addresses) or "none"),
+            one_line=True,
+        )
+        + "\n"
+    )
+    return 0
+
+
+def profiles_command(
+    action: str, names: list[str], environ: Mapping[str, str], stdout: TextIO
+) -> int:
+    """`profiles [list|enable|disable] [NAME...|all]`: the optional profiles switched on."""
+    store = SettingsStore(environ)
+    wanted = list(PROFILES) if names == ["all"] else names
+    if action == "enable":
+        settings = store.enable(wanted)
+    elif action == "disable":
+        settings = store.disable(wanted)
+    else:
+        settings = store.load()
+    for profile in PROFILES:
+        mark = "on " if settings.has(profile) else "off"
+        stdout.write(f"{mark}  {profile}\n")
+    return 0

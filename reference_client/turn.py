@@ -36,6 +36,7 @@ from mcp_host_conformance.reference_client.display import (
     terminal_safe,
 )
 from mcp_host_conformance.reference_client.model import ModelClient, ModelError
+from mcp_host_conformance.reference_client.policy import ProfilePolicy
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.rpc import RpcError
 from mcp_host_conformance.reference_client.transports import McpError, ProtocolError, parse_json
@@ -111,7 +112,9 @@ class Conversation:
         discovery: Discovery | None = None,
         session: SessionSink | None = None,
         history: list[dict[str, Any]] | None = None,
+        policy: ProfilePolicy | None = None,
     ) -> None:
+        self.policy = policy or ProfilePolicy()  # the optional profiles (none: the core)
         self.model = model
         self.ui = ui
         self.redactor = redactor
@@ -126,11 +129,31 @@ class Conversation:
         self._cancel: asyncio.Event | None = None
 
     def offer(self, discovery: Discovery) -> None:
-        """Fix the tools of this conversation: the built-ins and what discovery found."""
+        """Fix the tools of this conversation: the built-ins and what discovery found (with
+        pinning, only the tools a person approved: `enabled`)."""
         self.discovery = discovery
         self.tools = self.redactor.redact_obj(
-            [*builtins.DEFINITIONS, *(t.definition for t in discovery.offered.values())]
+            [
+                *builtins.DEFINITIONS,
+                *(t.definition for t in discovery.offered.values() if self.enabled(t)),
+            ]
         )
+
+    def enabled(self, offered: OfferedTool) -> bool:
+        """Whether a discovered tool may be offered and called (profile pinning)."""
+        server = self.discovery.servers.get(offered.server)
+        destination = server.destination if server is not None else ""
+        return self.policy.enabled(offered.server, offered.tool, destination)
+
+    def check_arguments(self, offered: OfferedTool, arguments: dict[str, Any]) -> str | None:
+        """Why these arguments may not be sent (profile schema-validation), or None."""
+        return self.policy.argument_problem(offered.tool, arguments)
+
+    def output_for_model(self, call: dict[str, Any], outcome: results.Outcome) -> str:
+        """The function_call_output text of one call's outcome (profile untrusted-marking
+        marks what a server returned)."""
+        offered = self.discovery.offered.get(call["name"])
+        return self.policy.model_output(outcome, offered.server if offered else None)
 
     def cancel(self) -> None:
         """Interrupt the MCP call in flight (call on the loop's thread)."""
@@ -167,7 +190,7 @@ class Conversation:
                 return report
             for call in reply.calls:
                 if self.rules.request_call() == "run":
-                    output = results.model_output(await self.run_call(call, report))
+                    output = self.output_for_model(call, await self.run_call(call, report))
                 else:
                     name = terminal_safe(call["name"], one_line=True)
                     self.show(f"Tool call {name} not executed: {LIMIT_OUTPUT}")
@@ -196,7 +219,7 @@ class Conversation:
             return outcome
         offered = self.discovery.offered.get(name)
         server = self.discovery.servers.get(offered.server) if offered else None
-        if offered is None or server is None:
+        if offered is None or server is None or not self.enabled(offered):
             outcome = results.Outcome(
                 results.FAILED, f"No tool named {name} is available; nothing was sent."
             )
@@ -204,6 +227,10 @@ class Conversation:
             outcome = results.Outcome(
                 results.FAILED,
                 "The arguments are not a JSON object; nothing was sent to the server.",
+            )
+        elif (problem := self.check_arguments(offered, arguments)) is not None:
+            outcome = results.Outcome(
+                results.FAILED, f"The call was not sent: {problem}. Fix the arguments and retry."
             )
         else:
             view = confirmation.confirmation(

@@ -34,12 +34,13 @@ import asyncio
 import functools
 import re
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import certifi
+import httpcore
 import httpx
 
 from mcp_host_conformance.reference_client.config import header_problem, url_refusal
@@ -52,6 +53,7 @@ from mcp_host_conformance.reference_client.transports import (
     encode,
     parse_json,
 )
+from mcp_host_conformance.reference_client.transports.guarded import GuardedBackend
 from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 ACCEPT = "application/json, text/event-stream"
@@ -87,9 +89,23 @@ def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
     return context
 
 
-def http_client(ca_file: Path | None = None) -> httpx.AsyncClient:
-    """An httpx client that never retries, never redirects and ignores proxy variables."""
+def http_client(
+    ca_file: Path | None = None, refuse_private: Collection[str] | None = None
+) -> httpx.AsyncClient:
+    """An httpx client that never retries, never redirects and ignores proxy variables.
+
+    `refuse_private`: when given (profile private-address-refusal), every connection goes
+    through `guarded.GuardedBackend`, which refuses private and internal addresses but
+    these exact allowed ones (PRIV-1)."""
     transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
+    if refuse_private is not None:
+        # httpx takes no network backend, so its pool is rebuilt with the same settings and
+        # the guarded one (httpx's own pool stays unused and is never opened).
+        transport._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context(ca_file),
+            retries=0,
+            network_backend=GuardedBackend(refuse_private),
+        )
     return httpx.AsyncClient(
         transport=transport, follow_redirects=False, trust_env=False, timeout=httpx.Timeout(None)
     )
@@ -145,11 +161,23 @@ def headers_refusal(headers: Mapping[str, str]) -> str | None:
 
 
 class HttpTransport:
-    def __init__(self, url: str, headers: dict[str, str], *, ca_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        ca_file: Path | None = None,
+        refuse_private: Collection[str] | None = None,
+        oauth: Any = None,
+    ) -> None:
         self.url = url
         self.destination = url
         self._headers = dict(headers)
         self._ca_file = ca_file
+        self._refuse_private = refuse_private
+        # Profile oauth: an `oauth_flow.OAuthFlow` that gives the Authorization header and
+        # answers 401/403 challenges (authorize, refresh, step up); None: static headers only.
+        self._oauth = oauth
         self._client: httpx.AsyncClient | None = None
         self._session_id: str | None = None
         self._protocol_version: str | None = None
@@ -159,7 +187,7 @@ class HttpTransport:
         refusal = url_refusal(self.url) or headers_refusal(self._headers)
         if refusal:
             raise TransportError(refusal, maybe_acted=False)
-        self._client = http_client(self._ca_file)
+        self._client = http_client(self._ca_file, self._refuse_private)
 
     def set_protocol_version(self, version: str) -> None:
         self._protocol_version = version
@@ -294,6 +322,8 @@ class HttpTransport:
     # ---- internals --------------------------------------------------------------------
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
+        if self._oauth is not None:
+            headers.update(self._oauth.header())
         headers.update(
             {"accept": ACCEPT, "content-type": "application/json", "accept-encoding": "identity"}
         )
@@ -304,6 +334,32 @@ class HttpTransport:
         return headers
 
     async def _post(self, message: dict[str, Any]) -> httpx.Response:
+        response = await self._send_post(message)
+        # Profile oauth: a 401 or 403 challenge is the authorization's to answer; the request
+        # is sent again only once it says so (never after a refusal the server acted on:
+        # 401/403 mean it did not act), a few rounds at most (step-up, then the call).
+        rounds = 0
+        while self._oauth is not None and response.status_code in (401, 403) and rounds < 3:
+            rounds += 1
+            challenge = response.headers.get("www-authenticate")
+            await response.aclose()
+            from mcp_host_conformance.reference_client.oauth import OAuthError
+
+            try:
+                again = await self._oauth.on_challenge(response.status_code, challenge)
+            except OAuthError as exc:
+                raise TransportError(
+                    f"the OAuth authorization failed: {exc}", maybe_acted=False
+                ) from None
+            if not again:
+                raise TransportError(
+                    f"the server refused the authorization (HTTP {response.status_code})",
+                    maybe_acted=False,
+                )
+            response = await self._send_post(message)
+        return response
+
+    async def _send_post(self, message: dict[str, Any]) -> httpx.Response:
         if self._client is None:
             raise TransportError("not connected", maybe_acted=False)
         request = self._client.build_request(
@@ -320,6 +376,11 @@ class HttpTransport:
             raise TransportError(f"connection lost ({type(exc).__name__})") from None
 
     def _check(self, response: httpx.Response) -> None:
+        if self._oauth is not None and response.status_code in (401, 403):
+            raise TransportError(
+                f"the server refused the authorization (HTTP {response.status_code})",
+                maybe_acted=False,
+            )
         error = status_error(response.status_code)
         if error is not None:
             raise error

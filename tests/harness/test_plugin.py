@@ -164,6 +164,71 @@ def test_unclaimed_profile_is_not_applicable(sandbox: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*not applicable: profile pinning not claimed by fake*"])
 
 
+def test_a_requirement_replaced_by_a_claimed_profile_is_not_applicable(
+    sandbox: pytest.Pytester,
+) -> None:
+    # The fake claims verified-add, whose SYNC-1 "replaces CFG-1" (the catalog says so).
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("CFG-1")
+        def test_replaced():
+            raise AssertionError("must not run")
+
+        @pytest.mark.requirements("CFG-2")
+        def test_kept():
+            pass
+        """,
+    )
+    result = run(sandbox, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*not applicable: CFG-1 is replaced by SYNC-1 for a host that claims the verified-add*"]
+    )
+
+
+def test_a_server_a_verified_add_host_refuses_makes_a_case_not_applicable(
+    sandbox: pytest.Pytester,
+) -> None:
+    # The fake claims verified-add; its add fails for "offline" (a failed first sync). A case
+    # that needs that server configured is not applicable; one that catches the refusal
+    # (a refusal is what it expects) and one about the profile itself see the exception.
+    _case(
+        sandbox,
+        """
+        from mcp_host_conformance.harness.adapter import HttpServer
+        from mcp_host_conformance.harness.hostrun import RefusedAtAdd
+
+        def refusing(adapter):
+            def add_server(home, server):
+                raise RuntimeError("first sync failed: connection refused")
+            adapter.add_server = add_server
+
+        @pytest.mark.requirements("DISC-4")
+        def test_needs_it(host, adapter):
+            refusing(adapter)
+            host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+            raise AssertionError("must not get here")
+
+        @pytest.mark.requirements("NET-1")
+        def test_expects_a_refusal(host, adapter):
+            refusing(adapter)
+            with pytest.raises(RefusedAtAdd, match="first sync failed"):
+                host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+
+        @pytest.mark.requirements("SYNC-1")
+        @pytest.mark.profile("verified-add")
+        def test_about_the_profile(host, adapter):
+            refusing(adapter)
+            with pytest.raises(RuntimeError, match="first sync failed"):
+                host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
+        """,
+    )
+    result = run(sandbox, "-rs", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*not applicable: the host claims verified-add and did not save*"])
+
+
 def test_case_without_requirements_is_rejected(sandbox: pytest.Pytester) -> None:
     _case(sandbox, "def test_unmarked():\n    pass\n")
     result = run(sandbox)
@@ -264,13 +329,13 @@ def test_case_dirs_are_removed_after_the_case(sandbox: pytest.Pytester) -> None:
         import pathlib
         ROOTS = []
 
-        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.requirements("APR-1")
         def test_a(case, home):
             assert home.is_dir() and (home.stat().st_mode & 0o777) == 0o700
             ROOTS.append(case.root)
             raise AssertionError("fails on purpose")
 
-        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.requirements("APR-1")
         def test_b():
             assert ROOTS and not ROOTS[0].exists()
         """,

@@ -60,6 +60,7 @@ PROBE = textwrap.dedent(
         "loopback_closed": connect("127.0.0.1", port),
         "dns": resolve("example.com"),
         "names": {n: resolve(n) for n in ("mcp.example.invalid", "metadata.example.invalid")},
+        "rebinding": [resolve("rebind-probe-%d.example.invalid" % os.getpid()) for _ in range(3)],
         "interfaces": open("/proc/self/net/dev").read().count(":"),
     }))
     """
@@ -96,7 +97,11 @@ def test_inside_only_loopback_and_the_suites_addresses_answer(sealable):
     seen = json.loads(done.stdout)
     assert seen["network"]["network"] == sandbox.ISOLATED
     assert seen["network"]["remote_address"] == sandbox.REMOTE_ADDRESS
-    assert set(seen["network"]["private_addresses"]) == set(sandbox.PRIVATE_ADDRESSES)
+    private = set(seen["network"]["private_addresses"])
+    assert set(sandbox.PRIVATE_ADDRESSES) <= private  # and the IPv6 one, where IPv6 exists
+    assert private <= {*sandbox.PRIVATE_ADDRESSES, *sandbox.PRIVATE_ADDRESSES_V6}
+    assert seen["network"]["dns"] is True  # the sealed network's name server answers
+    assert seen["rebinding"] == [[sandbox.REMOTE_ADDRESS], ["10.0.0.2"], ["10.0.0.2"]]
     assert seen["interfaces"] == 1  # lo only
     # anything else fails at once: no route, or a refusal on loopback; never a timeout
     assert seen["public"] == "ENETUNREACH"

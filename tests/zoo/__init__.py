@@ -18,6 +18,9 @@ from mcp_host_conformance.zoo import (
     exposure,
     hostile_text,
     network,
+    profiles,
+    profiles_calls,
+    profiles_network,
     results,
     retry,
     sessions,
@@ -42,6 +45,9 @@ BROKEN: dict[str, BrokenClient] = by_name(
         *sessions.CLIENTS,
         *hostile_text.CLIENTS,
         *turn.CLIENTS,
+        *profiles.CLIENTS,
+        *profiles_calls.CLIENTS,
+        *profiles_network.CLIENTS,
     ]
 )
 

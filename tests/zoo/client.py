@@ -63,6 +63,9 @@ class BrokenClient:
     fails: AbstractSet[str]  # exactly the requirement IDs the suite must fail against it
     seams: tuple[Seam, ...]
     target: str = ""  # the requirement it was made for (one of `fails`)
+    # The reference adapter it breaks: "reference" (the core host) or "profiles" (the
+    # reference host with every optional profile switched on, `reference-profiles`).
+    base: str = "reference"
     # Where it was defined (the module, and its file), for a process of its own.
     defined_in: tuple[str, str | None] = field(
         default=("", None), init=False, compare=False, repr=False
@@ -112,10 +115,13 @@ def apply(client: BrokenClient) -> None:
     _applied = client.name
 
 
-def _reference_adapter_class() -> type:
-    from mcp_host_conformance.reference_client.adapter import ReferenceAdapter
+def _reference_adapter_class(base: str = "reference") -> type:
+    from mcp_host_conformance.reference_client.adapter import (
+        ReferenceAdapter,
+        ReferenceProfilesAdapter,
+    )
 
-    return ReferenceAdapter
+    return ReferenceProfilesAdapter if base == "profiles" else ReferenceAdapter
 
 
 class BrokenAdapter:
@@ -124,7 +130,7 @@ class BrokenAdapter:
     def __init__(self, client: BrokenClient) -> None:
         apply(client)
         self.client = client
-        self._reference = _reference_adapter_class()()
+        self._reference = _reference_adapter_class(client.base)()
 
     def describe(self):
         from mcp_host_conformance.reference_client.adapter import INTERACTIVE_ADD
@@ -155,6 +161,12 @@ class BrokenAdapter:
 
     def start(self, options):
         return self._reference.start(options)
+
+    def __getattr__(self, name):
+        # The optional parts of the contract (allow_addresses, ...) of the adapter it breaks.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._reference, name)
 
 
 def by_name(clients: Iterable[BrokenClient]) -> dict[str, BrokenClient]:

@@ -1,0 +1,279 @@
+"""The official MCP conformance framework's auth scenarios, pointed at the host under test
+(OAUTH-1): the framework runner, and the client command it runs.
+
+Strategy: the framework (`@modelcontextprotocol/conformance`, client mode, pinned in the
+repository's tests/official/client) plays an OAuth-protected MCP server and its
+authorization server, runs a client command with the server's URL appended, and judges
+what the client did (discovery, registration, PKCE, token requests, scopes). The command
+here is that client: the host under test, driven through its adapter as a case drives it
+(`python -m mcp_host_conformance.harness.official_client --client NAME URL`, or
+`--client-cmd CMD`). In a scratch HOME it adds the scenario's server with OAuth on (a
+pre-registered client or a client ID metadata document URL when the scenario supplies
+one), starts the host with `BROWSER` set to the harness's headless browser
+(`harness.oauth_browser`, which follows the authorization server's approval redirect to the
+host's callback), approves its tools and every call of one question answered by the mock
+model's autopilot, and stops. It then searches everything the host showed and saved, and
+every model request, for the scenario's tokens and client secret (OAUTH-1: never shown) and
+writes what it found to `--report` (JSON), for the case.
+
+The runner (`run_scenario`) is pure plumbing around the framework's CLI; what passes is
+`checks_problem`'s rule (the same as tests/official/client's): at least one SUCCESS, no
+FAILURE or WARNING, and the framework did not report the client as failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "FRAMEWORK_ENV",
+    "SCENARIOS",
+    "checks_problem",
+    "framework",
+    "main",
+    "run_scenario",
+]
+
+FRAMEWORK_ENV: Final = "MCP_HOST_CONFORMANCE_OFFICIAL_FRAMEWORK"
+PACKAGE: Final = "@modelcontextprotocol/conformance"
+# The framework's client-mode scenarios of the authorization code flow (the ones OAUTH-1
+# covers; docs/profiles.md says why each of the others is left out).
+SCENARIOS: Final = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+)
+# The framework's fixed client ID metadata document URL (auth/basic-cimd expects it as the
+# client_id); the host is given it as its configured metadata document URL.
+CIMD_URL: Final = "https://conformance-test.local/client-metadata.json"
+# What the framework's authorization servers issue: tokens and codes, never to be shown.
+TOKEN_PATTERN: Final = re.compile(r"test-token[-\w]*|test-auth-code|cc-token[-\w]*")
+SERVER_NAME: Final = "scenario"
+QUESTION: Final = "Please use the available MCP tools."
+
+
+# ---- the runner (the case's side) -----------------------------------------------------------
+
+
+def framework(environ: dict[str, str] | None = None) -> list[str] | None:
+    """The framework's command (node and its CLI), or None when it is not installed: the
+    directory named by FRAMEWORK_ENV, else the repository's tests/official/client."""
+    env = os.environ if environ is None else environ
+    given = env.get(FRAMEWORK_ENV)
+    roots = [Path(given)] if given else []
+    roots.append(Path(__file__).resolve().parents[1] / "tests" / "official" / "client")
+    for root in roots:
+        modules = root if root.name == "node_modules" else root / "node_modules"
+        node = modules / "node" / "bin" / "node"
+        cli = modules / PACKAGE / "dist" / "index.js"
+        if node.is_file() and cli.is_file():
+            return [str(node), str(cli)]
+    return None
+
+
+def checks_problem(returncode: int | None, checks: list[dict[str, Any]]) -> str | None:
+    """Why a scenario run did not pass, or None (tests/official/client's rule)."""
+    if returncode is None:
+        return "the framework did not finish within its bound"
+    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+    if bad:
+        first = bad[0]
+        why = first.get("errorMessage") or first.get("description") or ""
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        return f"{first.get('status')} {first.get('id')}: {str(why)[:200]}{more}"
+    if not any(c.get("status") == "SUCCESS" for c in checks):
+        return "no successful check"
+    if returncode != 0:
+        return f"the framework reported the client as failed (exit {returncode})"
+    return None
+
+
+@dataclass
+class ScenarioRun:
+    problem: str | None  # None: the framework passed the client
+    report: dict[str, Any]  # what the client command found (tokens shown, statuses...)
+    output: str
+
+
+def run_scenario(
+    cli: list[str], scenario: str, client_args: list[str], workdir: Path, bound: float
+) -> ScenarioRun:
+    """Run one scenario with the harness's client command driving the host under test."""
+    report = workdir / "client-report.json"
+    command = shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "mcp_host_conformance.harness.official_client",
+            *client_args,
+            "--report",
+            str(report),
+        ]
+    )
+    argv = [
+        *cli,
+        "client",
+        "--command",
+        command,
+        "--scenario",
+        scenario,
+        "--timeout",
+        str(int(bound * 1000)),
+        "--output-dir",
+        str(workdir / "results"),
+    ]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=bound + 60)
+        returncode: int | None = done.returncode
+        output = done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        returncode, output = None, ""
+    checks: list[dict[str, Any]] = []
+    for path in (workdir / "results").rglob("checks.json"):
+        try:
+            checks += json.loads(path.read_text())
+        except (OSError, ValueError):
+            return ScenarioRun(f"unreadable {path.name}", {}, output)
+    try:
+        found = json.loads(report.read_text())
+    except (OSError, ValueError):
+        found = {}
+    return ScenarioRun(checks_problem(returncode, checks), found, output)
+
+
+# ---- the client command (the framework's side) ------------------------------------------------
+
+
+def _oauth_client(context: dict[str, Any]) -> dict[str, str]:
+    client = {"client_metadata_url": CIMD_URL}
+    for key in ("client_id", "client_secret"):
+        if isinstance(context.get(key), str):
+            client[key] = context[key]
+    return client
+
+
+def _shown(texts: list[str], secret: str | None) -> list[str]:
+    found = set()
+    for text in texts:
+        found |= {m.group(0)[:12] + "..." for m in TOKEN_PATTERN.finditer(text)}
+        if secret and secret in text:
+            found.add("the client secret")
+    return sorted(found)
+
+
+def _files(paths: list[Path]) -> list[str]:
+    """The text of these files (the session files: what is replayed to the model). The
+    host's configuration and token store are where tokens are kept, not shown."""
+    texts = []
+    for path in paths:
+        try:
+            texts.append(path.read_bytes().decode("utf-8", "replace"))
+        except OSError:
+            continue
+    return texts
+
+
+def run_client(args: argparse.Namespace) -> dict[str, Any]:
+    from mcp_host_conformance.harness.adapter import HttpServer
+    from mcp_host_conformance.harness.hostrun import Host, Timeouts
+    from mcp_host_conformance.harness.loader import load_adapter
+    from mcp_host_conformance.mocks.responses import MockResponses
+
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    context = context if isinstance(context, dict) else {}
+    adapter = load_adapter(args.client, args.client_cmd, timeout_scale=args.timeout_scale)
+    description = adapter.describe()
+    root = Path(tempfile.mkdtemp(prefix="mcphc-official-"))
+    try:
+        (root / "home").mkdir(mode=0o700)
+        (root / "project").mkdir()
+        with MockResponses() as model:
+            host = Host(
+                adapter=adapter,
+                home=root / "home",
+                project=root / "project",
+                model_url=str(model.url),
+                model_key=model.api_key,
+                timeouts=Timeouts.scaled(args.timeout_scale * 4),
+                model=model,
+                profiles=frozenset(description.profiles),
+                case_profiles=frozenset({"oauth"}),
+            )
+            host.env["BROWSER"] = shlex.join(
+                [sys.executable, "-m", "mcp_host_conformance.harness.oauth_browser"]
+            )
+            server = HttpServer(
+                name=SERVER_NAME, url=args.url, oauth=True, oauth_client=_oauth_client(context)
+            )
+            host.add(server)
+            running = host.start()
+            turn = running.ask(QUESTION, approve="y", acknowledge=True)
+            stopped = running.stop()
+            seen = [*host.seen, *_files(list(stopped.session_files))]
+            seen += [json.dumps(body) for body in model.requests()]
+            return {
+                "statuses": [s.line for s in running.statuses],
+                "calls": [c.status for c in turn.calls],
+                "shown": _shown(seen, context.get("client_secret")),
+            }
+    finally:
+        close = getattr(adapter, "close", None)
+        if callable(close):
+            close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_host_conformance.harness.official_client",
+        description="The client command the official conformance framework runs: the host "
+        "under test, through its adapter, against the scenario's URL.",
+    )
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--client", help="a Python adapter (entry-point name or module:attr)")
+    who.add_argument("--client-cmd", help="a driver command")
+    parser.add_argument("--timeout-scale", type=float, default=1.0)
+    parser.add_argument("--report", type=Path, help="write what was found here (JSON)")
+    parser.add_argument("url", help="the scenario's MCP server URL (the framework appends it)")
+    args = parser.parse_args(argv)
+    try:
+        found = run_client(args)
+        status = 0
+    except Exception as exc:  # noqa: BLE001 - reported to the case, never a traceback
+        found = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+        status = 1
+    if args.report is not None:
+        args.report.write_text(json.dumps(found), "utf-8")
+    print(json.dumps(found))
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
