@@ -427,6 +427,8 @@ def _header_value(value: Any, where: str) -> str:
     if not isinstance(value, str) or re.search(r"[^\t\x20-\x7e\xa0-\xff]", value):
         raise _fail(where, "header text (no control characters, Latin-1)", value)
     return value
+
+
 def _barrier_address(value: Any, where: str) -> str:
     host, sep, port = _string(value, where).rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

@@ -177,6 +177,8 @@ def test_fail_at_answers_that_method_with_its_error():
     }
     assert got.events == ({"event": "failed", "method": "initialize"},)
     assert plan(call(), fail_at="initialize").reply == _rpc.answer(spec(), call())
+
+
 def test_garbage_at_one_method_only():
     got = plan(call(), garbage_at="tools/call")
     assert got.garbage and got.answers

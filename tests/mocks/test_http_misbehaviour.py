@@ -266,6 +266,8 @@ def test_a_mock_listens_on_another_loopback_address(raw, address, host):
         client = raw(mock)
         client.initialize()
         assert client.request("tools/list")["result"]["tools"][0]["name"] == "t"
+
+
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_call_http_status_answers_calls_only(start_mock, raw, status):
     mock = start_mock(_spec(call_http_status=status))

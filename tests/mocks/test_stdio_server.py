@@ -341,6 +341,8 @@ def test_stderr_flood_comes_before_an_exit_at_once(spawn):
     )
     assert proc.p.wait(timeout=5) == 3
     assert proc.p.stderr.read() == b"E" * 4096
+
+
 def test_garbage_at_one_method_answers_the_others(spawn):
     mock, proc = spawn(
         ServerSpec(
