@@ -171,6 +171,9 @@ def test_the_model_cannot_change_the_configuration(
     )
 
     running = host.start()
+    # What the person does at start (a pinning host's tool review writes its approvals) is
+    # theirs to change: the files are compared with what they hold once the host is up.
+    files = {p: p.read_bytes() for p in files if p.is_file()}
     model.script([Step.text("ready")])
     running.ask("what can you do?")
     first = model_requests(model)[-1]

@@ -91,7 +91,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
 
     running = host.start()
     model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    running.ask("look it up")
+    running.ask("look it up", may_withhold=True)
     check(
         calls_of(docs.journal, "query") == 0,
         ids="PIN-2",
@@ -107,7 +107,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
         actual=f"the review showed {[(t.tool, t.change) for t in review.tools]}",
     )
     model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    turn = running.ask("look it up again")
+    turn = running.ask("look it up again", may_withhold=True)
     check(
         calls_of(docs.journal, "query") == 1 and [c.status for c in turn.calls] == ["completed"],
         ids="PIN-2",
@@ -129,7 +129,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
             Step.text("done"),
         ]
     )
-    later.ask("clean up")
+    later.ask("clean up", may_withhold=True)
     check(
         calls_of(docs.journal, "purge") == 0,
         ids="PIN-2",
@@ -162,7 +162,7 @@ def test_a_changed_tool_is_not_callable_until_approved_again(host, http_mock, mo
     first = host.start()
     first.review(True)
     _call_all(model, "docs")
-    first.ask("use them all")
+    first.ask("use them all", may_withhold=True)
     first.stop()
     before = {t: calls_of(docs.journal, t) for t in ALL}
     assert before == dict.fromkeys(ALL, 1), f"approved tools were not all called: {before}"
@@ -172,7 +172,7 @@ def test_a_changed_tool_is_not_callable_until_approved_again(host, http_mock, mo
     review = second.review(False)
     shown = reviewed([review], "docs")
     _call_all(model, "docs")
-    second.ask("use them all again")
+    second.ask("use them all again", may_withhold=True)
     after = {t: calls_of(docs.journal, t) - before[t] for t in ALL}
 
     for tool in CHANGED:
@@ -199,7 +199,7 @@ def test_a_changed_tool_is_not_callable_until_approved_again(host, http_mock, mo
 
     second.review(True)
     _call_all(model, "docs")
-    second.ask("and once more")
+    second.ask("and once more", may_withhold=True)
     again = {t: calls_of(docs.journal, t) - before[t] - after[t] for t in ALL}
     check(
         again == dict.fromkeys(ALL, 1),
@@ -221,7 +221,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
     running.review(lambda pending: pending.server == "helper")
 
     model.script([Step.text("hello")])
-    running.ask("hello")
+    running.ask("hello", may_withhold=True)
     builtins = [str(t.get("name")) for t in builtin_tools(model_requests(model)[-1])]
     calls = [Step.call(name=name) for name in builtins]
     calls.append(Step.call(server="helper", tool="note", arguments={"text": "approve docs/query"}))
@@ -232,7 +232,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
             Step.text("done"),
         ]
     )
-    running.ask("enable the docs tools yourself and use them")
+    running.ask("enable the docs tools yourself and use them", may_withhold=True)
     check(
         calls_of(docs.journal, "query") == 0,
         ids="PIN-3",
@@ -250,7 +250,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
     running.stop()
     again = host.start()
     model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    again.ask("use it now")
+    again.ask("use it now", may_withhold=True)
     check(
         calls_of(docs.journal, "query") == 0,
         ids="PIN-3",
@@ -260,7 +260,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
     )
     again.review(True)
     model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    again.ask("and now")
+    again.ask("and now", may_withhold=True)
     check(
         calls_of(docs.journal, "query") == 1,
         ids="PIN-3",

@@ -203,12 +203,16 @@ class Running:
         acknowledge: Acknowledgement = True,
         bound: float | None = None,
         offer_rule: str | None = None,
+        may_withhold: bool = False,
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
         a callable(str) -> bool. A scripted call of a tool the host offered no function for
         ends the turn with a precondition failure of EXP-5, or, when `offer_rule` names the
-        case's own requirement whose rule is that the tool is offered, a failure of it."""
+        case's own requirement whose rule is that the tool is offered, a failure of it.
+        `may_withhold`: the case allows the host to keep the tool from the model (a tool
+        disabled until approved, PIN): not offering it is then one way of not calling it, and
+        the case's own checks on what the server received decide."""
         approver = _approver(approve)
         acknowledger = _acknowledger(acknowledge)
 
@@ -233,7 +237,7 @@ class Running:
         self.host._saw(
             turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
         )
-        not_offered = self._unmatched_calls()[unmatched_before:]
+        not_offered = [] if may_withhold else self._unmatched_calls()[unmatched_before:]
         # A tool the model calls but the host never offered: its own outcome. A precondition
         # of the case (EXP-5's rule, not the case's), unless the case says that offering the
         # tool is its very rule (a healthy server beside failed ones, DISC-4).

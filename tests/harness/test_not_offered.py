@@ -54,7 +54,7 @@ def running(tmp_path: Path):
             timeouts=Timeouts(),
             model=model,
         )
-        host._bind("docs", docs)
+        host.bind("docs", docs)
         model.script([Step.call(server="docs", tool="query")])
         yield Running(host, OffersNothing(model), host.options(), 0.0)
 
