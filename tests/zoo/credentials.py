@@ -106,8 +106,8 @@ def _on_rejection(step):
     way an OAuth-capable HTTP stack (an httpx auth flow) reacts to a challenge."""
 
     def make(original):
-        def http_client(ca_file=None):
-            client = original(ca_file)
+        def http_client(*args, **kwargs):
+            client = original(*args, **kwargs)
 
             async def hook(response):
                 if response.status_code in (401, 403):

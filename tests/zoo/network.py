@@ -94,8 +94,8 @@ def _no_expiry_check(context):
 
 @replaced(f"{_HTTP}.http_client")
 def _follow_redirects(original):
-    def http_client(ca_file=None):
-        client = original(ca_file)
+    def http_client(*args, **kwargs):
+        client = original(*args, **kwargs)
         client.follow_redirects = True
         return client
 
@@ -104,8 +104,8 @@ def _follow_redirects(original):
 
 @replaced(f"{_HTTP}.http_client")
 def _follow_same_origin(original):
-    def http_client(ca_file=None):
-        client = original(ca_file)
+    def http_client(*args, **kwargs):
+        client = original(*args, **kwargs)
         client.follow_redirects = True
 
         async def keep_cross_origin(response):
@@ -221,8 +221,9 @@ CLIENTS = [
     BrokenClient(
         "counts-characters",
         "Limits each message to 1 MiB of characters of its decoded text, not of bytes.",
-        {"NET-4"},
-        (
+        {"NET-4", "RES-8"},  # RES-8: a multi-byte call result over 1 MiB is then completed
+        target="NET-4",
+        seams=(
             constant(f"{_HTTP}.MAX_MESSAGE_BYTES", 4 * _LIMIT),
             constant(f"{_STDIO}.MAX_MESSAGE_BYTES", 4 * _LIMIT),
             Seam(f"{_HTTP}.parse_json", _characters_counted),

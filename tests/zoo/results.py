@@ -290,18 +290,6 @@ def _message_limit(limit):
     )
 
 
-def _count_characters(original):
-    from mcp_host_conformance.reference_client.transports import MessageTooLarge
-
-    def parse_json(data, what="message"):
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        if len(text) > 1024 * 1024:  # the limit, in characters
-            raise MessageTooLarge()
-        return original(data, what)
-
-    return parse_json
-
-
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
 def _note_unknown(original):
     from mcp_host_conformance.reference_client import results
@@ -536,22 +524,6 @@ CLIENTS = [
         "Limits messages to 1,000,000 bytes (a decimal megabyte), not 1 MiB.",
         {"RES-8"},
         _message_limit(1_000_000),
-    ),
-    BrokenClient(
-        "counts-message-characters",
-        "Measures the 1 MiB message limit in characters, not bytes of UTF-8.",
-        {"RES-8"},
-        (
-            *_message_limit(4 * 1024 * 1024),
-            Seam(
-                "mcp_host_conformance.reference_client.transports.http.parse_json",
-                _count_characters,
-            ),
-            Seam(
-                "mcp_host_conformance.reference_client.transports.stdio.parse_json",
-                _count_characters,
-            ),
-        ),
     ),
     BrokenClient(
         "output-limit-64000-bytes",
