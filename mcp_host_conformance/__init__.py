@@ -7,9 +7,19 @@ the suite must catch). In the repository each is a top-level folder; this packag
 links them under one name that cannot collide with a host project's own packages.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-try:
-    __version__ = version("mcp-host-conformance")
-except PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> Any:
+    # Looked up on first use: importlib.metadata costs a stdio mock process (which imports
+    # this package) more than everything else it imports together.
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("mcp-host-conformance")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found

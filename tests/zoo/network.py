@@ -233,8 +233,9 @@ CLIENTS = [
     BrokenClient(
         "megabyte-limit",
         "Limits each message to 1 MB (1 000 000 bytes) instead of 1 MiB.",
-        {"NET-4"},
-        (
+        {"NET-4", "RES-8"},  # RES-8: a call result near 1 MiB is then refused
+        target="NET-4",
+        seams=(
             constant(f"{_HTTP}.MAX_MESSAGE_BYTES", 1_000_000),
             constant(f"{_STDIO}.MAX_MESSAGE_BYTES", 1_000_000),
         ),

@@ -284,8 +284,9 @@ CLIENTS = [
     BrokenClient(
         "no-first-sync",
         "Claims verified-add but only saves at add (the tools are listed at the next start).",
-        {"SYNC-1"},
+        {"SYNC-1", "NET-1"},  # NET-1: the server at 127.0.0.2 is then not offered
         (_no_first_sync,),
+        target="SYNC-1",
         base="profiles",
     ),
     BrokenClient(

@@ -281,15 +281,6 @@ def _result_lost_on_resume(original):
     return resume_stream
 
 
-def _message_limit(limit):
-    return tuple(
-        constant(
-            f"mcp_host_conformance.reference_client.transports.{module}.MAX_MESSAGE_BYTES", limit
-        )
-        for module in ("http", "sse", "stdio")
-    )
-
-
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
 def _note_unknown(original):
     from mcp_host_conformance.reference_client import results
@@ -518,12 +509,6 @@ CLIENTS = [
         {"RES-1", "RES-5", "RES-7"},  # the polled cases of RES-1/RES-7 and RES-5 (an error)
         (_result_lost_on_resume,),
         target="RES-7",
-    ),
-    BrokenClient(
-        "message-limit-1mb",
-        "Limits messages to 1,000,000 bytes (a decimal megabyte), not 1 MiB.",
-        {"RES-8"},
-        _message_limit(1_000_000),
     ),
     BrokenClient(
         "output-limit-64000-bytes",

@@ -315,8 +315,10 @@ CLIENTS = [
     BrokenClient(
         "one-group-for-all-servers",
         "Starts the first stdio server in a new process group and the others in that group.",
-        {"STDIO-3"},
+        # DISC-4: stopping a failed server's group stops the healthy one beside it
+        {"STDIO-3", "DISC-4"},
         (Seam(f"{_STDIO}.spawn", _one_group),),
+        target="STDIO-3",
     ),
     BrokenClient(
         "shows-stderr-of-failed-server",
