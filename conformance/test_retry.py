@@ -121,13 +121,13 @@ def test_uncertain_call_is_never_sent_twice(
     turn = running.ask("create tickets everywhere", approve="y")
 
     rules = {name: rid for name, _t, _b, rid in CAUSES} | {name: "RES-7" for name, _ in POLLED}
-    for name, mock in mocks.items():
-        precondition(
-            mock.journal.count("tools/call") > 0,
-            ids=rules[name],
-            expected=f"the approved call to {name} sent (what follows it is this case's rule)",
-            actual=f"never sent; the client reported {[c.status for c in turn.calls]}",
-        )
+    sent_in_turn = [name for name, mock in mocks.items() if mock.journal.count("tools/call")]
+    precondition(
+        bool(sent_in_turn),
+        ids=sorted({*rules.values()}),
+        expected="the approved calls sent (what follows them is this case's rule)",
+        actual=f"none sent; the client reported {[c.status for c in turn.calls]}",
+    )
 
     def counts() -> dict[str, int]:
         return {name: mock.journal.count("tools/call") for name, mock in mocks.items()}
@@ -151,10 +151,14 @@ def test_uncertain_call_is_never_sent_twice(
     )
     again.stop()
     after_restart = counts()
+    # A host may end the turn at the first call that goes wrong, so some calls of the reply
+    # are never sent: every call that was sent is checked, then the others are a
+    # precondition (a resend anywhere fails whatever else was not observed).
     resent = {
         name: (after_turn[name], after_next[name], after_restart[name])
         for name in mocks
-        if (after_turn[name], after_next[name], after_restart[name]) != (1, 1, 1)
+        if after_restart[name]
+        and (after_turn[name], after_next[name], after_restart[name]) != (1, 1, 1)
     }
     check(
         not resent,
@@ -168,6 +172,13 @@ def test_uncertain_call_is_never_sent_twice(
             for name, (a, b, c) in resent.items()
         ),
     )
+    for name in mocks:
+        precondition(
+            after_restart[name] > 0,
+            ids=rules[name],
+            expected=f"the approved call to {name} sent (what follows it is this case's rule)",
+            actual=f"never sent; the client reported {[c.status for c in turn.calls]}",
+        )
 
 
 # ---- RETRY-2 -------------------------------------------------------------------------------

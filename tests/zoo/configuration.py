@@ -351,8 +351,10 @@ CLIENTS = [
     BrokenClient(
         "remove-kept-in-memory",
         "`mcp remove` drops the server in memory; the file keeps it until the next write.",
-        {"CFG-5"},
+        # SESS-2: a new host process reopening the session connects the removed server
+        {"CFG-5", "SESS-2"},
         (_remove_in_memory, _load_minus_removed, _add_saves_pending_removal),
+        target="CFG-5",
     ),
     BrokenClient(
         "write-file-builtin-unconfined",

@@ -142,8 +142,7 @@ CLIENTS = [
     BrokenClient(
         "retries-timed-out-call",
         "Sends a call that timed out once more.",
-        # RES-6: twice the call timeout per call tells the model after its servers answered
-        {"RES-6", "RETRY-1"},
+        {"RETRY-1"},
         (_retry_after_timeout,),
         target="RETRY-1",
     ),
