@@ -211,6 +211,9 @@ class StdioTransport:
         finally:
             drain.cancel()
             await asyncio.gather(drain, return_exceptions=True)
+            # Closed here, while the loop runs: a transport left to the garbage collector
+            # (a daemonized server still holds its pipes) complains from a closed loop.
+            _close_pipes(process)
 
 
 async def _discard_output(process: asyncio.subprocess.Process) -> None:

@@ -140,6 +140,21 @@ def _one_group(original):
     return spawn
 
 
+@replaced(f"{_STDIO}.signal_group")
+def _process_only(original):
+    del original
+
+    def signal_group(pgid, sig):
+        # The servers share one group, so stopping one "must not touch the others": the
+        # process started is signalled alone (what it left in the group stays).
+        try:
+            os.kill(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    return signal_group
+
+
 # ---- STDIO-4 ----------------------------------------------------------------------------------
 
 _STDERR_TAILS: dict[int, asyncio.Task] = {}
@@ -314,10 +329,11 @@ CLIENTS = [
     ),
     BrokenClient(
         "one-group-for-all-servers",
-        "Starts the first stdio server in a new process group and the others in that group.",
-        # DISC-4: stopping a failed server's group stops the healthy one beside it
-        {"STDIO-3", "DISC-4"},
-        (Seam(f"{_STDIO}.spawn", _one_group),),
+        "Starts the first stdio server in a new process group and the others in that group; "
+        "so that stopping one leaves the others, it signals the process it started alone.",
+        # STDIO-5: what a server left in the group survives the host's exit
+        {"STDIO-3", "STDIO-5"},
+        (Seam(f"{_STDIO}.spawn", _one_group), _process_only),
         target="STDIO-3",
     ),
     BrokenClient(
