@@ -50,17 +50,24 @@ MAY_HAVE_RUN = re.compile(
 )
 
 
-def uncertain_spec(transport: str, **bad: Any) -> ServerSpec:
+def tool_of(server: str) -> str:
+    """Each server's tool has a name of its own: a host that refuses tools of the same name
+    on two servers (EXP-2's concern, not this file's) still sends every call here."""
+    return "create_" + re.sub(r"[^A-Za-z0-9]", "_", server)
+
+
+def uncertain_spec(transport: str, tool: str = "create", **bad: Any) -> ServerSpec:
     return ServerSpec(
         name="docs",
-        tools=[Tool("create", "Creates a ticket.", reply=Reply.text("created"))],
+        tools=[Tool(tool, "Creates a ticket.", reply=Reply.text("created"))],
         response_mode="json" if transport == "json" else "sse",
         misbehaviour=Misbehaviour(**bad),
     )
 
 
 def serve(http_mock, stdio_mock, host, name: str, transport: str, **bad: Any):
-    mock = (stdio_mock if transport == "stdio" else http_mock)(uncertain_spec(transport, **bad))
+    spec = uncertain_spec(transport, tool_of(name), **bad)
+    mock = (stdio_mock if transport == "stdio" else http_mock)(spec)
     if transport == "stdio":
         host.add_stdio(name, mock)
     else:
@@ -80,7 +87,9 @@ def model_posts(model) -> int:
 
 
 def create(server: str) -> Step:
-    return Step.call(server=server, tool="create", arguments={"title": f"ticket for {server}"})
+    return Step.call(
+        server=server, tool=tool_of(server), arguments={"title": f"ticket for {server}"}
+    )
 
 
 def ask_unknown(running, model, server: str, rid: str, question: str = "create a ticket"):
