@@ -8,10 +8,11 @@ master side is what the person sees and types into. Whatever the line discipline
 shows up in what is read from the master, exactly as on a screen. Stdlib only (`pty`,
 `termios`, `select`), so the suite needs nothing beyond its own dependencies.
 
-Typing waits for the prompt (the first output, bounded), then gives the host a short,
-bounded settle for turning echo off (read from the master, which shares the slave's
-termios on Linux), so a host that prints its prompt a moment before hiding the input is
-not blamed for our haste; a host that never hides it is typed into after the settle.
+Typing waits for the prompt (the first output, bounded), then for the host to turn echo
+off (read from the master, which shares the slave's termios on Linux), up to the caller's
+`settle` bound: a host that prints something before hiding the input is never blamed for
+our haste, however slow the machine; a host that never hides it is typed into once the
+bound has passed (only such a host waits it out).
 Every wait is bounded; a command still running at the end is killed with its session.
 """
 
