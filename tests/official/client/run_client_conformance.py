@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_host_conformance.harness.official_client import checks_problem
+
 HERE = Path(__file__).resolve().parent
 PACKAGE = "@modelcontextprotocol/conformance"
 NODE_PACKAGE = "node"
@@ -99,23 +101,6 @@ def baseline_problems(baseline: dict[str, str], scenarios: list[str]) -> list[st
         f"the pinned framework has no {name} scenario" for name in REQUIRED if name not in scenarios
     ]
     return problems
-
-
-def checks_problem(returncode: int | None, checks: list[dict[str, Any]]) -> str | None:
-    """Why a scenario run did not pass, or None."""
-    if returncode is None:
-        return "the framework did not finish within its bound"
-    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
-    if bad:
-        first = bad[0]
-        why = first.get("errorMessage") or first.get("description") or ""
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        return f"{first.get('status')} {first.get('id')}: {str(why)[:200]}{more}"
-    if not any(c.get("status") == "SUCCESS" for c in checks):
-        return "no successful check"
-    if returncode != 0:
-        return f"the framework reported the client as failed (exit {returncode})"
-    return None
 
 
 @dataclass
