@@ -7,6 +7,12 @@ with the client's `fails` set: a missing ID means a case no longer catches the b
 exists for, an unexpected one means a case fails for a reason nobody wrote down. The
 reference client must fail none. `--strict` so that a SHOULD failure (HARD-1) counts.
 
+Impact selection (tests/zoo_impact.py): the reference runs (`reference`, and
+`reference-profiles` for the clients built on it) go first and are traced, one coverage
+context per case; each broken client then runs only the cases that executed one of its
+seams there (and those that run the host in a process of their own), since every other case
+runs exactly as against the reference. `ZOO_SELECT=all` runs the whole suite for each.
+
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
 together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases
 flaky), by one session fixture as soon as the first zoo test needs it; each parametrized
@@ -30,8 +36,17 @@ import pytest
 import mcp_host_conformance.zoo
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.zoo import BrokenClient
+from mcp_host_conformance.zoo.selection import CASES_ENV
+from tests import zoo_impact
 
 REFERENCE = "reference"
+# The reference adapter each broken client's `base` names: each is run too (it must fail
+# nothing), traced, and its trace selects the cases of the clients built on it.
+REFERENCES = {"reference": REFERENCE, "profiles": "reference-profiles"}
+NAMES = {REFERENCE: "mcp-reference-host", "reference-profiles": "mcp-reference-host-profiles"}
+SELECT = os.environ.get("ZOO_SELECT", "impact")  # "all": every case against every client
+TRACE_FILE = ".coverage.trace"
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
 JOBS = int(os.environ.get("ZOO_JOBS", "5"))
 RUN_BOUND = float(os.environ.get("ZOO_RUN_BOUND", "900"))  # seconds for one whole suite run
@@ -102,6 +117,7 @@ class Run:
     returncode: int
     report: dict | None
     output: str
+    cases: int | None = None  # how many cases the impact selection ran (None: all)
 
     def failed_ids(self) -> set[str]:
         assert self.report is not None
@@ -120,7 +136,10 @@ class Run:
 
     def outcome(self, rid: str) -> str:
         assert self.report is not None
-        return self.report["requirements"].get(rid, {}).get("outcome", "absent")
+        outcome = self.report["requirements"].get(rid, {}).get("outcome", "absent")
+        if self.cases is not None:
+            outcome += f" (impact selection: {self.cases} cases ran, those executing its seams)"
+        return outcome
 
 
 def _clean_env() -> dict[str, str]:
@@ -128,13 +147,17 @@ def _clean_env() -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT"))
+        if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT", CASES_ENV))
     }
 
 
-def run_suite(name: str, workdir: Path) -> Run:
+def run_suite(
+    name: str, workdir: Path, *, trace: bool = False, cases: set[str] | None = None
+) -> Run:
+    """One suite run against `name`: traced for the impact selection (`trace`), or only `cases`."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.json"
+    env = _clean_env()
     argv = [
         # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
         sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
@@ -143,9 +166,19 @@ def run_suite(name: str, workdir: Path) -> Run:
         "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
         "--timeout-scale", TIMEOUT_SCALE,
     ]  # fmt: skip
+    if trace:
+        argv += zoo_impact.COVERAGE_ARGS
+        env["COVERAGE_FILE"] = str(workdir / TRACE_FILE)
+    else:
+        argv += ["-p", "no:cov"]
+    if cases is not None:
+        listed = workdir / "cases.txt"
+        listed.write_text("".join(f"{c}\n" for c in sorted(cases)), encoding="utf-8")
+        env[CASES_ENV] = str(listed)
+        argv += ["-p", "mcp_host_conformance.zoo.selection"]
     try:
         done = subprocess.run(
-            argv, cwd=workdir, env=_clean_env(), capture_output=True, text=True, timeout=RUN_BOUND
+            argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_BOUND
         )
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
@@ -153,17 +186,59 @@ def run_suite(name: str, workdir: Path) -> Run:
             name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{out[-4000:]}"
         )
     loaded = json.loads(report.read_text()) if report.exists() else None
-    return Run(name, done.returncode, loaded, (done.stdout + done.stderr)[-6000:])
+    output = (done.stdout + done.stderr)[-6000:]
+    return Run(name, done.returncode, loaded, output, None if cases is None else len(cases))
+
+
+def _selected_run(client: BrokenClient, reference: Run, reference_dir: Path, workdir: Path) -> Run:
+    trace_file = reference_dir / TRACE_FILE
+    cases = None
+    if trace_file.exists():
+        cases = zoo_impact.selection(client, zoo_impact.Trace.read(trace_file))
+    return run_suite(client.name, workdir, cases=cases)
 
 
 class Runs:
-    """Every selected client's suite run, started together, JOBS at a time."""
+    """Every selected client's suite run, JOBS at a time. With the impact selection (the
+    default; `ZOO_SELECT=all` turns it off) the reference runs go first, traced, and each
+    broken client then runs the cases that execute its seams (tests/zoo_impact.py)."""
 
     def __init__(self, names: list[str], root: Path) -> None:
         self.pool = ThreadPoolExecutor(max_workers=max(1, JOBS), thread_name_prefix="zoo")
-        self.futures: dict[str, Future[Run]] = {
-            n: self.pool.submit(run_suite, n, root / n) for n in names
-        }
+        self.futures: dict[str, Future[Run]] = {}
+        broken = {n: mcp_host_conformance.zoo.BROKEN.get(n) for n in names}
+        if SELECT == "all":
+            for n in names:
+                self.futures[n] = self.pool.submit(run_suite, n, root / n)
+            return
+        bases = {REFERENCES[c.base] for c in broken.values() if c is not None}
+        for ref in sorted(bases | {n for n in names if n in REFERENCES.values()}):
+            self.futures[ref] = self.pool.submit(run_suite, ref, root / ref, trace=True)
+        for n, client in broken.items():
+            if client is None:
+                if n not in self.futures:
+                    self.futures[n] = self.pool.submit(run_suite, n, root / n)
+                continue
+            ref = REFERENCES[client.base]
+            self.futures[n] = self._after(
+                self.futures[ref], _selected_run, client, root / ref, root / n
+            )
+
+    def _after(self, first: Future[Run], then, client, reference_dir, workdir) -> Future[Run]:
+        """`then(client, first's result, ...)` in the pool once `first` is done, without a
+        worker waiting for it."""
+        result: Future[Run] = Future()
+
+        def chain(done: Future[Run]) -> None:
+            try:
+                follow = self.pool.submit(then, client, done.result(), reference_dir, workdir)
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                result.set_exception(exc)
+                return
+            follow.add_done_callback(lambda f: _settle(result, f))
+
+        first.add_done_callback(chain)
+        return result
 
     def get(self, name: str) -> Run:
         return self.futures[name].result()
@@ -171,10 +246,19 @@ class Runs:
     def close(self) -> None:
         for future in self.futures.values():
             future.cancel()
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-CLIENTS = [*sorted(mcp_host_conformance.zoo.BROKEN), REFERENCE]
+def _settle(result: Future[Run], done: Future[Run]) -> None:
+    if done.cancelled():
+        result.cancel()
+    elif done.exception() is not None:
+        result.set_exception(done.exception())  # type: ignore[arg-type]
+    else:
+        result.set_result(done.result())
+
+
+CLIENTS = [*sorted(mcp_host_conformance.zoo.BROKEN), *REFERENCES.values()]
 
 
 @pytest.fixture(scope="session")
@@ -197,9 +281,10 @@ def test_suite_fails_exactly(name, suite_runs):
     reference client fails none)."""
     run = suite_runs.get(name)
     assert run.report is not None, f"{name}: no JSON report (exit {run.returncode})\n{run.output}"
-    expected = set() if name == REFERENCE else set(mcp_host_conformance.zoo.BROKEN[name].fails)
+    client = mcp_host_conformance.zoo.BROKEN.get(name)
+    expected = set() if client is None else set(client.fails)
     described = (run.report.get("client") or {}).get("name")
-    assert described == (f"broken:{name}" if name != REFERENCE else "mcp-reference-host"), described
+    assert described == (f"broken:{name}" if client else NAMES[name]), described
     failed = run.failed_ids()
     if "NET-1" in expected and run.report.get("environment", {}).get("network") != "isolated":
         pytest.skip("NET-1's remote-host case is observed only in the sealed network (not here)")

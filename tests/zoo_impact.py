@@ -1,0 +1,155 @@
+"""Which cases a broken client can change: the self-test's impact selection.
+
+Why it is sound: a broken client is the reference client with some seams patched, and a
+suite run against it is the reference run until the first call of a patched seam. A case
+that never executes any of the client's seams in the reference run therefore has the
+reference's outcome (it passes), so the self-test runs only the cases that do.
+
+How: the reference run of the self-test is traced with coverage, one context per case
+(pytest-cov's `--cov-context=test`), over the reference client and the harness. A case is
+selected for a client when it executed a line of one of its seams:
+- a function (or a method, a cached function): its body, nested functions included;
+- a constant (a limit, a list of definitions): the body of every function of the reference
+  client that names it (the readers; the patch changes nothing that does not read it).
+Every client runs every case (no selection) when one of its seams is something else, or ran
+outside any case (at import, in describe() at the start of the run): state the patch may
+change for the whole process. Cases that run the host in another process (a restarted host,
+the person's `mcp add` in a pty, the official framework's scenarios) are traced there no
+further, so they always run.
+
+A selection can only be as good as the reference run it comes from: a seam the reference
+run reaches only now and then (a race) may be missed; the self-test then reports the ID as
+missing, never a false pass of a case that ran. `ZOO_SELECT=all` runs every case for every
+client (the check of this selection: both must give the same verdicts).
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import types
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from mcp_host_conformance.zoo import BrokenClient
+
+# Traced: the reference client (the seams) and the harness (where a case starts a process).
+COVERAGE_ARGS = (
+    "--cov=mcp_host_conformance.reference_client",
+    "--cov=mcp_host_conformance.harness",
+    "--cov-context=test",
+    "--cov-report=",
+)
+# A case executing these runs the host in a process of its own, where nothing is traced.
+SPAWNING = ("fresh_process.py", "pty_session.py", "official_client.py")
+OUTSIDE = ""  # the coverage context of code run outside any case
+
+
+@dataclass
+class Trace:
+    """Per measured file (real path), per line, the cases that executed it."""
+
+    lines: dict[str, dict[int, set[str]]]
+
+    @classmethod
+    def read(cls, data_file: Path) -> Trace:
+        from coverage import CoverageData
+
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        lines: dict[str, dict[int, set[str]]] = {}
+        for measured in data.measured_files():
+            by_line = data.contexts_by_lineno(measured) or {}
+            lines[os.path.realpath(measured)] = {
+                line: {context.rpartition("|")[0] or OUTSIDE for context in contexts}
+                for line, contexts in by_line.items()
+            }
+        return cls(lines)
+
+    def cases(self) -> set[str]:
+        return {c for by_line in self.lines.values() for cs in by_line.values() for c in cs} - {
+            OUTSIDE
+        }
+
+    def spawning(self) -> set[str]:
+        found: set[str] = set()
+        for path, by_line in self.lines.items():
+            if path.endswith(SPAWNING):
+                for cases in by_line.values():
+                    found |= cases
+        return found - {OUTSIDE}
+
+    def executing(self, path: str, lines: Iterable[int]) -> set[str]:
+        by_line = self.lines.get(path, {})
+        found: set[str] = set()
+        for line in lines:
+            found |= by_line.get(line, set())
+        return found
+
+
+def _nested(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested(const)
+
+
+def _body(code: types.CodeType) -> set[int]:
+    """The lines a call of `code` executes, never its `def` line (run at import)."""
+    lines = {line for inner in _nested(code) for _, _, line in inner.co_lines() if line}
+    lines.discard(code.co_firstlineno)
+    return lines
+
+
+@cache
+def _package_functions(root: str) -> tuple[types.CodeType, ...]:
+    """Every function of every module under `root` (class bodies and module code excluded:
+    they run at import, before any patch)."""
+    found: list[types.CodeType] = []
+    for path in sorted(Path(root).rglob("*.py")):
+        module = compile(path.read_bytes(), os.path.realpath(path), "exec", dont_inherit=True)
+        found += [
+            code
+            for code in _nested(module)
+            if code is not module and code.co_flags & 0x0002  # CO_NEWLOCALS: a function
+        ]
+    return tuple(found)
+
+
+def seam_lines(target: str) -> dict[str, set[int]] | None:
+    """The lines whose execution means the seam `target` took part (None: cannot tell)."""
+    value = pkgutil.resolve_name(target)
+    value = getattr(value, "__wrapped__", value)  # functools.cache and friends
+    value = getattr(value, "__func__", value)  # classmethod, bound method
+    if isinstance(value, types.FunctionType):
+        code = value.__code__
+        return {os.path.realpath(code.co_filename): _body(code)}
+    if isinstance(value, int | float | str | bytes | tuple | list | dict | frozenset | set):
+        module_name, _, name = target.rpartition(".")
+        module = pkgutil.resolve_name(module_name)
+        if not isinstance(module, types.ModuleType):
+            return None
+        package = pkgutil.resolve_name("mcp_host_conformance.reference_client")
+        readers: dict[str, set[int]] = {}
+        for code in _package_functions(os.path.realpath(os.path.dirname(package.__file__))):
+            if any(name in inner.co_names for inner in _nested(code)):
+                readers.setdefault(code.co_filename, set()).update(_body(code))
+        return readers
+    return None
+
+
+def selection(client: BrokenClient, trace: Trace) -> set[str] | None:
+    """The cases to run against `client` (None: all of them)."""
+    selected = trace.spawning()
+    for seam in client.seams:
+        lines = seam_lines(seam.target)
+        if lines is None:
+            return None
+        for path, numbers in lines.items():
+            cases = trace.executing(path, numbers)
+            if OUTSIDE in cases:
+                return None
+            selected |= cases
+    return selected
