@@ -2,7 +2,8 @@
 
 Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
 `pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
-in-process (no second interpreter start, and `-n N` hands over to xdist as usual); the
+in-process (no second interpreter start); the cases run in worker processes (pytest-xdist,
+twice the CPUs by default since they mostly wait; `--serial` for one at a time); the
 table, the JSON report, the baseline and the exit status all come from
 `mcp_host_conformance.harness.reporting`, so the command and a plain pytest invocation
 behave the same. `requirements` collects the same package (collect only) and reads each
@@ -54,6 +55,10 @@ __all__ = [
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
 NETWORK_AUTO = "auto"
+# Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
+# than 8 only adds interpreter starts and collections (each worker collects the suite).
+MIN_WORKERS = 2
+MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
 
 
@@ -138,7 +143,25 @@ def _parser() -> argparse.ArgumentParser:
         help="multiply every timeout and bound of the suite (a driver's included) by FACTOR, "
         "for a slow or loaded machine, e.g. 3; default $MCP_HOST_CONFORMANCE_TIMEOUT_SCALE or 1",
     )
-    run.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+    pace = run.add_mutually_exclusive_group()
+    pace.add_argument(
+        "-n",
+        dest="workers",
+        type=_workers,
+        metavar="N",
+        help="run the cases in N worker processes at once (pytest-xdist); default "
+        f"{default_workers()} here (twice the CPUs, {MIN_WORKERS} to {MAX_WORKERS}): cases "
+        "mostly wait on timeouts and mocks, so more workers than cores overlap the waiting; "
+        "0 runs them one at a time in this process",
+    )
+    pace.add_argument(
+        "--serial",
+        action="store_const",
+        const=0,
+        dest="workers",
+        help="one case at a time, in this process (-n 0): for a host that cannot run two "
+        "instances at once (docs/adapter.md, Concurrency)",
+    )
 
     run.add_argument(
         "--network",
@@ -208,9 +231,31 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         args.append("--run-slow")
     if options.timeout_scale is not None:
         args += ["--timeout-scale", f"{options.timeout_scale:g}"]
-    if options.workers:
-        args += ["-n", str(options.workers)]
+    workers = default_workers() if options.workers is None else options.workers
+    if workers:
+        # worksteal: case lengths differ by 50x, so an idle worker takes queued cases from a
+        # busy one instead of waiting at the end of a fixed share
+        args += ["-n", str(workers), "--dist", "worksteal"]
     return args + list(extra)
+
+
+def default_workers() -> int:
+    """Twice the CPUs this process may use, within MIN_WORKERS..MAX_WORKERS."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(MIN_WORKERS, min(MAX_WORKERS, 2 * cpus))
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def _seal_run(mode: str) -> int | None:

@@ -46,7 +46,9 @@ def run_suite(
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     report = tmp_path / "report.json"
     argv = [
-        sys.executable, "-m", "mcp_host_conformance.harness.cli", "run",
+        # serial: the scripted drivers answer in the order of one process's messages (a
+        # worker of a parallel run has its description from the controller, not its driver)
+        sys.executable, "-m", "mcp_host_conformance.harness.cli", "run", "--serial",
         "--client-cmd", driver, "--report-json", str(report), "--timeout-scale", scale,
         "--", "-k", ONE_CASE, "-p", "no:randomly", "-p", "no:cacheprovider",
     ]  # fmt: skip

@@ -72,6 +72,8 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
         "2.5",
         "-n",
         "2",
+        "--dist",
+        "worksteal",
         "-k",
         "approval",
         "-x",
@@ -84,7 +86,28 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
         pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
     )
     assert cli.main(["run"]) == 0
+    workers = str(cli.default_workers())
+    assert seen["args"] == [
+        "--pyargs",
+        "mcp_host_conformance.conformance",
+        *("-n", workers, "--dist", "worksteal"),
+    ]
+
+
+@pytest.mark.parametrize("argv", [["--serial"], ["-n", "0"]])
+def test_serial_runs_in_this_process(monkeypatch, argv):
+    seen = {}
+    monkeypatch.setattr(
+        pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
+    )
+    assert cli.main(["run", *argv]) == 0
     assert seen["args"] == ["--pyargs", "mcp_host_conformance.conformance"]
+
+
+def test_default_workers_overlap_waiting_cases_within_bounds(monkeypatch):
+    for cpus, expected in ((1, 2), (2, 4), (3, 6), (64, 8)):
+        monkeypatch.setattr(cli.os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)))
+        assert cli.default_workers() == expected
 
 
 def test_listing_marks_uncovered_ids_and_lists_cases(monkeypatch):
@@ -148,6 +171,9 @@ def test_run_help_lists_the_timeout_scale(capsys):
         (["run", "--timeout-scale", "abc"], "--timeout-scale: not a number: 'abc'"),
         (["run", "--timeout-scale", "-1"], "must be a positive number"),
         (["run", "--bogus"], "unrecognized arguments: --bogus"),
+        (["run", "-n", "two"], "-n: not a whole number: 'two'"),
+        (["run", "-n", "-1"], "must be 0 or more"),
+        (["run", "-n", "2", "--serial"], "not allowed with argument"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )
