@@ -5,10 +5,12 @@ Strategy: what a user and CI pay is wall time, so each figure is one real
 `mcp-host-conformance run` in a subprocess, as a user runs it: against the reference client
 in-process (`--client reference`) and through the driver (`--client-cmd "mcp-reference-host
 driver"`), with the default workers (twice the CPUs: the cases mostly wait) and `--serial`.
-Beside each figure its floor: the longest case (no schedule ends before it) and the sum of
+Beside each figure its floors: the longest case (no schedule ends before it), the sum of
 the cases bound by a deliberate wait (a client timeout given to the host, a grace period),
-the waits a serial run cannot avoid. The per-case overhead is measured with no-op cases run
-N times (a bare case, a client start and stop, one turn with one approved call), as medians.
+the waits a serial run cannot avoid, and the CPU time of the run and everything it started
+divided by the cores (no schedule ends before that either). The per-case overhead is
+measured with no-op cases run N times (a bare case, a client start and stop, one turn with
+one approved call), as medians.
 
 The machine is shared and noisy: `--loaded` repeats every run with CPU burners running (two
 per core by default, `scripts/cpu_load.py`) and gives loaded / idle ratios from the same
@@ -32,6 +34,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -110,6 +113,12 @@ class Run:
     outcomes: dict[str, int] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)  # case id -> seconds
     results: dict[str, str] = field(default_factory=dict)  # case id -> outcome
+    cpu: float = 0.0  # CPU seconds of the run and everything it started
+
+    @property
+    def cpu_floor(self) -> float:
+        """No schedule on this machine's cores ends before its CPU time is spent."""
+        return self.cpu / cores()
 
     @property
     def label(self) -> str:
@@ -155,9 +164,12 @@ def suite_run(client: str, mode: str, loaded: bool, scratch: Path) -> Run:
         *CLIENTS[client], *MODES[mode], "--report-json", str(report),
         "--", "-p", "no:cacheprovider",
     ]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(argv, cwd=scratch, env=_env(), capture_output=True, text=True)
     run = Run(client, mode, loaded, time.perf_counter() - began, done.returncode)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run.cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     try:
         data = json.loads(report.read_text())
     except (OSError, ValueError):
@@ -237,8 +249,8 @@ def render(
         f"Measured {started} on {load_before} (start of the run){burn}.",
         "",
         "| run | wall | target | floor: longest case | floor: deliberate waits "
-        "| sum of case durations | cases |",
-        "|---|---:|---|---:|---:|---:|---|",
+        "| floor: CPU / cores | sum of case durations | cases |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for run in runs:
         cases = (
@@ -247,7 +259,8 @@ def render(
         )
         lines.append(
             f"| {run.label} | {run.wall:.1f} s | {verdict(run, idle)} | {run.longest:.1f} s "
-            f"| {run.timeout_bound:.1f} s | {run.busy:.1f} s | {cases} |"
+            f"| {run.timeout_bound:.1f} s | {run.cpu_floor:.1f} s ({run.cpu:.1f} s CPU) "
+            f"| {run.busy:.1f} s | {cases} |"
         )
     ratios = []
     for loaded in (False, True):
