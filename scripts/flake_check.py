@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the whole conformance suite N times and show flaky cases and anything left behind.
 
-Usage: python scripts/flake_check.py [--runs 20] [--workers 2] [--client NAME] [-- PYTEST ARGS]
+Usage: python scripts/flake_check.py [--runs 20] [--workers N] [--client NAME] [-- PYTEST ARGS]
 
 Each run is `pytest --pyargs mcp_host_conformance.conformance -n WORKERS -p randomly
 --randomly-seed SEED --report-json FILE` in a subprocess (seed printed, so a run can be
@@ -48,6 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from mcp_host_conformance.harness.cli import default_workers  # noqa: E402
+
 PR_SET_CHILD_SUBREAPER = 36
 SETTLE = (
     3.0  # seconds a process or socket gets to go away after the run ended (killed ones exit async)
@@ -353,7 +356,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:at], argv[at + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=2, help="xdist processes (default 2)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help="xdist processes (default: as `mcp-host-conformance run`, twice the CPUs)",
+    )
     parser.add_argument("--client", help="client under test (default: the reference client)")
     parser.add_argument(
         "--run-timeout", type=float, default=600.0, help="bound on one run, seconds"
