@@ -147,7 +147,7 @@ def _clean_env() -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT", CASES_ENV))
+        if not k.startswith(("PYTEST_", "MCP_HOST_CONFORMANCE_CLIENT", "MCP_ZOO_", "COVERAGE_"))
     }
 
 
@@ -167,8 +167,9 @@ def run_suite(
         "--timeout-scale", TIMEOUT_SCALE,
     ]  # fmt: skip
     if trace:
-        argv += zoo_impact.COVERAGE_ARGS
+        argv += [*zoo_impact.COVERAGE_ARGS, "-p", "mcp_host_conformance.zoo.selection"]
         env["COVERAGE_FILE"] = str(workdir / TRACE_FILE)
+        env.update(zoo_impact.subprocess_env(workdir))
     else:
         argv += ["-p", "no:cov"]
     if cases is not None:

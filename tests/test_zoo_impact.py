@@ -88,3 +88,41 @@ def test_every_seam_of_the_zoo_resolves():
         for seam in client.seams:
             lines = zoo_impact.seam_lines(seam.target)
             assert lines is None or all(os.path.isabs(p) for p in lines), seam.target
+
+
+def test_a_case_whose_own_process_was_traced_is_selected_by_its_seams_only():
+    function = _name_function()
+    path, body = _function_lines(function)
+    spawning = "/x/harness/official_client.py"
+    trace = Trace(
+        {
+            spawning: {10: {"test_d.py::test_scenario[a]", "test_d.py::test_scenario[b]"}},
+            path: {min(body): {"test_d.py::test_scenario[b]"}},
+        },
+        traced_elsewhere={"test_d.py::test_scenario[a]", "test_d.py::test_scenario[b]"},
+    )
+    seam = replaced(f"{naming.__name__}.{function.__name__}")(lambda original: original)
+    assert zoo_impact.selection(_client(seam), trace) == {"test_d.py::test_scenario[b]"}
+
+
+def test_the_trace_tells_the_run_s_contexts_from_its_processes(tmp_path):
+    from coverage import CoverageData
+
+    data = CoverageData(basename=str(tmp_path / ".coverage"))
+    for context, line in (
+        ("", 1),  # import time
+        ("test_a.py::test_x[a|b]|run", 2),  # the run's own, a "|" in the node ID
+        ("test_a.py::test_y|setup", 3),
+        ("test_a.py::test_z[p]", 4),  # a process the case started
+    ):
+        data.set_context(context)
+        data.add_lines({"/m/module.py": [line]})
+    data.write()
+    trace = Trace.read(tmp_path / ".coverage")
+    assert trace.lines["/m/module.py"] == {
+        1: {OUTSIDE},
+        2: {"test_a.py::test_x[a|b]"},
+        3: {"test_a.py::test_y"},
+        4: {"test_a.py::test_z[p]"},
+    }
+    assert trace.traced_elsewhere == {"test_a.py::test_z[p]"}

@@ -13,9 +13,13 @@ selected for a client when it executed a line of one of its seams:
   client that names it (the readers; the patch changes nothing that does not read it).
 Every client runs every case (no selection) when one of its seams is something else, or ran
 outside any case (at import, in describe() at the start of the run): state the patch may
-change for the whole process. Cases that run the host in another process (a restarted host,
-the person's `mcp add` in a pty, the official framework's scenarios) are traced there no
-further, so they always run.
+change for the whole process. A case that runs the host in another process (a restarted
+host, the person's `mcp add` in a pty, the official framework's scenarios) always runs,
+unless that process was traced too: the traced run hands coverage to every Python process
+it starts (COVERAGE_PROCESS_START), naming the running case (MCP_ZOO_CASE), so a process
+started for one case (an official scenario's client command) records its lines under that
+case. A process that outlives its case (the restarted host serves every later case of the
+run) names only the first, so the later ones still always run.
 
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
@@ -29,11 +33,12 @@ import os
 import pkgutil
 import types
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from mcp_host_conformance.zoo import BrokenClient
+from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
 # Traced: the reference client (the seams) and the harness (where a case starts a process).
 COVERAGE_ARGS = (
@@ -45,6 +50,26 @@ COVERAGE_ARGS = (
 # A case executing these runs the host in a process of its own, where nothing is traced.
 SPAWNING = ("fresh_process.py", "pty_session.py", "official_client.py")
 OUTSIDE = ""  # the coverage context of code run outside any case
+PHASES = ("setup", "run", "teardown")  # pytest-cov's contexts: "NODEID|PHASE"
+# The processes a traced run starts: coverage started by its `.pth` hook, recording under the
+# running case's ID with no "|phase" (how they are told apart from the run's own contexts),
+# into parallel files beside the trace (COVERAGE_FILE is inherited), which pytest-cov merges
+# into the trace when the run ends. A process still running then is lost: its case always
+# runs.
+_SUBPROCESS_RC = """\
+[run]
+source = mcp_host_conformance.reference_client
+parallel = True
+sigterm = True
+context = ${{{case_env}}}
+"""
+
+
+def subprocess_env(workdir: Path) -> dict[str, str]:
+    """The environment a traced run needs so that the Python processes it starts trace too."""
+    rc = workdir / "subprocess.coveragerc"
+    rc.write_text(_SUBPROCESS_RC.format(case_env=CASE_ENV), encoding="utf-8")
+    return {"COVERAGE_PROCESS_START": str(rc), TRACE_ENV: "1"}
 
 
 @dataclass
@@ -52,6 +77,8 @@ class Trace:
     """Per measured file (real path), per line, the cases that executed it."""
 
     lines: dict[str, dict[int, set[str]]]
+    # the cases whose own processes were traced (their lines are in `lines` too)
+    traced_elsewhere: set[str] = field(default_factory=set)
 
     @classmethod
     def read(cls, data_file: Path) -> Trace:
@@ -59,14 +86,18 @@ class Trace:
 
         data = CoverageData(basename=str(data_file))
         data.read()
-        lines: dict[str, dict[int, set[str]]] = {}
+        trace = cls({})
         for measured in data.measured_files():
-            by_line = data.contexts_by_lineno(measured) or {}
-            lines[os.path.realpath(measured)] = {
-                line: {context.rpartition("|")[0] or OUTSIDE for context in contexts}
-                for line, contexts in by_line.items()
-            }
-        return cls(lines)
+            by_line = trace.lines.setdefault(os.path.realpath(measured), {})
+            for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
+                for context in contexts:
+                    case, bar, phase = context.rpartition("|")
+                    if not (bar and phase in PHASES):  # recorded by a process a case started
+                        case = context
+                        if case:
+                            trace.traced_elsewhere.add(case)
+                    by_line.setdefault(line, set()).add(case or OUTSIDE)
+        return trace
 
     def cases(self) -> set[str]:
         return {c for by_line in self.lines.values() for cs in by_line.values() for c in cs} - {
@@ -79,7 +110,7 @@ class Trace:
             if path.endswith(SPAWNING):
                 for cases in by_line.values():
                     found |= cases
-        return found - {OUTSIDE}
+        return found - {OUTSIDE} - self.traced_elsewhere
 
     def executing(self, path: str, lines: Iterable[int]) -> set[str]:
         by_line = self.lines.get(path, {})

@@ -1,17 +1,23 @@
 """Run only the listed cases: the self-test's impact selection (tests/zoo_impact.py).
 
 `-p mcp_host_conformance.zoo.selection` with MCP_ZOO_CASES naming a file of node IDs, one a
-line: every other case is deselected (and reported so). Without the variable it does nothing.
+line: every other case is deselected (and reported so). With MCP_ZOO_TRACE set (a traced
+reference run) it names the running case in MCP_ZOO_CASE, so a process a case starts (the
+official framework's client command) records its coverage under that case. Without either
+variable it does nothing.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 CASES_ENV = "MCP_ZOO_CASES"
+TRACE_ENV = "MCP_ZOO_TRACE"
+CASE_ENV = "MCP_ZOO_CASE"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -24,3 +30,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not os.environ.get(TRACE_ENV):
+        return (yield)
+    os.environ[CASE_ENV] = item.nodeid
+    try:
+        return (yield)
+    finally:
+        os.environ.pop(CASE_ENV, None)
