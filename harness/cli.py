@@ -239,13 +239,17 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
     return args + list(extra)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def default_workers() -> int:
     """Twice the CPUs this process may use, within MIN_WORKERS..MAX_WORKERS."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    return max(MIN_WORKERS, min(MAX_WORKERS, 2 * cpus))
+    return max(MIN_WORKERS, min(MAX_WORKERS, 2 * usable_cpus()))
 
 
 def _workers(text: str) -> int:

@@ -14,21 +14,17 @@ script is interrupted, and when it is terminated.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from mcp_host_conformance.harness.cli import usable_cpus as cores  # noqa: E402
 
 SPIN = "while True: pass"
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 @contextmanager

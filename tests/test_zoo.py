@@ -36,6 +36,7 @@ import pytest
 import mcp_host_conformance.zoo
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.reference_client import adapter as reference_adapter
 from mcp_host_conformance.zoo import BrokenClient
 from mcp_host_conformance.zoo.selection import CASES_ENV
 from tests import zoo_impact
@@ -44,7 +45,7 @@ REFERENCE = "reference"
 # The reference adapter each broken client's `base` names: each is run too (it must fail
 # nothing), traced, and its trace selects the cases of the clients built on it.
 REFERENCES = {"reference": REFERENCE, "profiles": "reference-profiles"}
-NAMES = {REFERENCE: "mcp-reference-host", "reference-profiles": "mcp-reference-host-profiles"}
+NAMES = {REFERENCE: reference_adapter.NAME, "reference-profiles": reference_adapter.PROFILES_NAME}
 SELECT = os.environ.get("ZOO_SELECT", "impact")  # "all": every case against every client
 TRACE_FILE = ".coverage.trace"
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
@@ -191,7 +192,7 @@ def run_suite(
     return Run(name, done.returncode, loaded, output, None if cases is None else len(cases))
 
 
-def _selected_run(client: BrokenClient, reference: Run, reference_dir: Path, workdir: Path) -> Run:
+def _selected_run(client: BrokenClient, reference_dir: Path, workdir: Path) -> Run:
     trace_file = reference_dir / TRACE_FILE
     cases = None
     if trace_file.exists():
@@ -221,24 +222,24 @@ class Runs:
                     self.futures[n] = self.pool.submit(run_suite, n, root / n)
                 continue
             ref = REFERENCES[client.base]
-            self.futures[n] = self._after(
-                self.futures[ref], _selected_run, client, root / ref, root / n
-            )
+            self.futures[n] = self._after(self.futures[ref], client, root / ref, root / n)
 
-    def _after(self, first: Future[Run], then, client, reference_dir, workdir) -> Future[Run]:
-        """`then(client, first's result, ...)` in the pool once `first` is done, without a
-        worker waiting for it."""
+    def _after(
+        self, reference: Future[Run], client: BrokenClient, reference_dir: Path, workdir: Path
+    ) -> Future[Run]:
+        """`client`'s selected run, submitted to the pool once its reference run is done (no
+        worker waits for it meanwhile)."""
         result: Future[Run] = Future()
 
-        def chain(done: Future[Run]) -> None:
+        def chain(_done: Future[Run]) -> None:
             try:
-                follow = self.pool.submit(then, client, done.result(), reference_dir, workdir)
+                follow = self.pool.submit(_selected_run, client, reference_dir, workdir)
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
                 result.set_exception(exc)
                 return
             follow.add_done_callback(lambda f: _settle(result, f))
 
-        first.add_done_callback(chain)
+        reference.add_done_callback(chain)
         return result
 
     def get(self, name: str) -> Run:

@@ -47,7 +47,8 @@ COVERAGE_ARGS = (
     "--cov-context=test",
     "--cov-report=",
 )
-# A case executing these runs the host in a process of its own, where nothing is traced.
+# A case executing these runs the host in a process of its own: it always runs, unless that
+# process recorded its lines under the case (`Trace.traced_elsewhere`).
 SPAWNING = ("fresh_process.py", "pty_session.py", "official_client.py")
 OUTSIDE = ""  # the coverage context of code run outside any case
 PHASES = ("setup", "run", "teardown")  # pytest-cov's contexts: "NODEID|PHASE"
@@ -98,11 +99,6 @@ class Trace:
                             trace.traced_elsewhere.add(case)
                     by_line.setdefault(line, set()).add(case or OUTSIDE)
         return trace
-
-    def cases(self) -> set[str]:
-        return {c for by_line in self.lines.values() for cs in by_line.values() for c in cs} - {
-            OUTSIDE
-        }
 
     def spawning(self) -> set[str]:
         found: set[str] = set()
