@@ -114,7 +114,7 @@ def spaced_command(mock, directory: Path) -> list[str] | None:
     launcher.chmod(0o755)
     if not os.access(launcher, os.X_OK):  # a noexec mount says so here (Linux)
         return None
-    return [str(launcher), *mock.command[2:]]  # command = [python, SCRIPT, --spec, ...]
+    return [str(launcher), *mock.argv[1:]]  # argv = [SCRIPT, --spec, ...]
 
 
 class _Command:
@@ -148,7 +148,7 @@ def test_arguments_arrive_verbatim(host, stdio_mock, project, case):
         actual=f"the server received {received!r}",
     )
     check(
-        entry.argv == server.command[1:] + SHELL_BAIT,
+        entry.argv == server.argv + SHELL_BAIT,
         ids="STDIO-1",
         expected=(
             "the configured command line, then the arguments, unchanged "

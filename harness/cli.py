@@ -57,6 +57,12 @@ DEFAULT_CLIENT = "reference"
 NETWORK_AUTO = "auto"
 # Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
 # than 8 only adds interpreter starts and collections (each worker collects the suite).
+# The pytest plugins a run loads, and no others: an environment's other plugins (a host
+# project's own, or respx's, installed with this package: 0.3 s of CPU each process) would
+# start with every worker and could change how cases run. More can be named after `--`
+# (`-p NAME`).
+SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin")
+XDIST_PLUGIN = "xdist.plugin"
 MIN_WORKERS = 2
 MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
@@ -214,7 +220,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
     """The pytest arguments of `run`."""
-    args = ["--pyargs", SUITE_PACKAGE]
+    workers = default_workers() if options.workers is None else options.workers
+    args = [*plugin_args(xdist=workers > 0), "--pyargs", SUITE_PACKAGE]
     if options.client:
         args += ["--client", options.client]
     if options.client_cmd:
@@ -231,12 +238,17 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         args.append("--run-slow")
     if options.timeout_scale is not None:
         args += ["--timeout-scale", f"{options.timeout_scale:g}"]
-    workers = default_workers() if options.workers is None else options.workers
     if workers:
         # worksteal: case lengths differ by 50x, so an idle worker takes queued cases from a
         # busy one instead of waiting at the end of a fixed share
         args += ["-n", str(workers), "--dist", "worksteal"]
     return args + list(extra)
+
+
+def plugin_args(*, xdist: bool) -> list[str]:
+    """pytest arguments loading only the suite's plugins (and xdist's, for workers)."""
+    plugins = [*SUITE_PLUGINS, *([XDIST_PLUGIN] if xdist else [])]
+    return ["--disable-plugin-autoload", *(a for p in plugins for a in ("-p", p))]
 
 
 def usable_cpus() -> int:
@@ -322,7 +334,8 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         status = pytest.main(
-            ["--collect-only", "-q", "--pyargs", SUITE_PACKAGE, *extra], plugins=[collector]
+            ["--collect-only", "-q", *plugin_args(xdist=False), "--pyargs", SUITE_PACKAGE, *extra],
+            plugins=[collector],
         )
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         sys.stderr.write(output.getvalue())

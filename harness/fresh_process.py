@@ -24,20 +24,22 @@ import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import pytest
-
-from mcp_host_conformance.harness.client_under_test import timeout_scale
-from mcp_host_conformance.harness.driver import DriverAdapter
-from mcp_host_conformance.harness.hostrun import Host
-from mcp_host_conformance.harness.items import option
 from mcp_host_conformance.harness.loader import (
     CLIENT_CMD_ENV,
     CLIENT_ENV,
     DEFAULT_CLIENT,
     load_adapter,
 )
+
+if TYPE_CHECKING:
+    import pytest
+
+    from mcp_host_conformance.harness.hostrun import Host
+
+# The case side (`restarted`, `fresh_process_command`) imports pytest and the harness when
+# called; the served process (`main`) never needs them, and it starts once per restart.
 
 __all__ = ["fresh_process_command", "main", "restarted"]
 
@@ -53,6 +55,8 @@ def _hash_seed() -> str:
 
 def fresh_process_command(config: pytest.Config) -> str:
     """The driver command that runs this run's client in a new process."""
+    from mcp_host_conformance.harness.items import option
+
     client_cmd = option(config, "client_cmd", None) or os.environ.get(CLIENT_CMD_ENV) or None
     if client_cmd:
         argv = shlex.split(client_cmd)
@@ -65,6 +69,9 @@ def fresh_process_command(config: pytest.Config) -> str:
 @contextmanager
 def restarted(host: Host, config: pytest.Config) -> Iterator[Host]:
     """`host` (its HOME, project, model and records) driven through a new process."""
+    from mcp_host_conformance.harness.client_under_test import timeout_scale
+    from mcp_host_conformance.harness.driver import DriverAdapter
+
     adapter = DriverAdapter(fresh_process_command(config), timeout_scale=timeout_scale(config))
     fresh = dataclasses.replace(host, adapter=adapter)
     started = len(host.runs)

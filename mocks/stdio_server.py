@@ -45,12 +45,17 @@ import time
 from typing import Any, BinaryIO
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# The folder holding the `mcp_host_conformance` package: the repository (where `mocks/` is a
+# top-level folder the package links) or the folder the package is installed in.
 _ROOT = os.path.dirname(_HERE)
+if os.path.basename(_ROOT) == "mcp_host_conformance":
+    _ROOT = os.path.dirname(_ROOT)
 
 
 def _make_mocks_importable() -> None:
     # Run as a script, sys.path[0] is this folder: its modules would shadow nothing today,
-    # but the package root is what we want, and it also works without an install.
+    # but the package root is what we want. The mock runs without `site` (`python -S`, see
+    # StdioMock), so the package is found from here, installed or not.
     if sys.path and os.path.abspath(sys.path[0] or os.curdir) == _HERE:
         sys.path[0] = _ROOT
     try:
@@ -364,14 +369,12 @@ class StdioMock:
         self.journal_path = os.path.join(workdir, f"{stem}.journal.jsonl")
         dump_spec(spec, self.spec_path)
         self.journal = FileJournal(self.journal_path)
-        self.command = [
-            sys.executable,
-            SCRIPT,
-            "--spec",
-            self.spec_path,
-            "--journal",
-            self.journal_path,
-        ]
+        # What the script sees as sys.argv (the journal records it) ...
+        self.argv = [SCRIPT, "--spec", self.spec_path, "--journal", self.journal_path]
+        # ... run without `site`: the mock needs only the standard library and this package,
+        # and an environment's .pth hooks (an editable install's import finder: 30 ms) would
+        # double the cost of each of the ~60 starts of a suite run.
+        self.command = [sys.executable, "-S", *self.argv]
 
     def process_entries(self) -> list[Entry]:
         """One entry per time the mock was started (argv, env, pid, pgid, cwd)."""

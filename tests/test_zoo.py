@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 import mcp_host_conformance.zoo
+from mcp_host_conformance.harness import cli
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
@@ -162,17 +163,16 @@ def run_suite(
     argv = [
         # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
         sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
-        sys.executable, "-m", "pytest",
+        sys.executable, "-m", "pytest", *cli.plugin_args(xdist=False),
         "--pyargs", "mcp_host_conformance.conformance", "--client", name, "--strict",
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--report-json", str(report),
+        "-p", "no:cacheprovider", "-q", "--report-json", str(report),
         "--timeout-scale", TIMEOUT_SCALE,
     ]  # fmt: skip
     if trace:
-        argv += [*zoo_impact.COVERAGE_ARGS, "-p", "mcp_host_conformance.zoo.selection"]
+        argv += ["-p", "pytest_cov.plugin", *zoo_impact.COVERAGE_ARGS]
+        argv += ["-p", "mcp_host_conformance.zoo.selection"]
         env["COVERAGE_FILE"] = str(workdir / TRACE_FILE)
         env.update(zoo_impact.subprocess_env(workdir))
-    else:
-        argv += ["-p", "no:cov"]
     if cases is not None:
         listed = workdir / "cases.txt"
         listed.write_text("".join(f"{c}\n" for c in sorted(cases)), encoding="utf-8")

@@ -27,6 +27,9 @@ def test_client_and_client_cmd_exclude_each_other(capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+SUITE = "mcp_host_conformance.conformance"
+
+
 def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatch):
     seen = {}
 
@@ -58,6 +61,7 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
     )
     assert status == 1
     assert seen["args"] == [
+        *cli.plugin_args(xdist=True),
         "--pyargs",
         "mcp_host_conformance.conformance",
         "--client-cmd",
@@ -88,6 +92,7 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     assert cli.main(["run"]) == 0
     workers = str(cli.default_workers())
     assert seen["args"] == [
+        *cli.plugin_args(xdist=True),
         "--pyargs",
         "mcp_host_conformance.conformance",
         *("-n", workers, "--dist", "worksteal"),
@@ -101,7 +106,17 @@ def test_serial_runs_in_this_process(monkeypatch, argv):
         pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
     )
     assert cli.main(["run", *argv]) == 0
-    assert seen["args"] == ["--pyargs", "mcp_host_conformance.conformance"]
+    assert seen["args"] == [*cli.plugin_args(xdist=False), "--pyargs", SUITE]
+
+
+def test_a_run_loads_only_the_suites_plugins():
+    """No plugin of the environment starts with the run (a host project's own, respx's); the
+    suite's plugin and hypothesis's are named, and xdist's only for workers."""
+    serial, workers = cli.plugin_args(xdist=False), cli.plugin_args(xdist=True)
+    assert serial[0] == workers[0] == "--disable-plugin-autoload"
+    named = serial[2::2]
+    assert named == ["mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin"]
+    assert workers == [*serial, "-p", "xdist.plugin"]
 
 
 def test_default_workers_overlap_waiting_cases_within_bounds(monkeypatch):

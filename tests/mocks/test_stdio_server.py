@@ -122,7 +122,7 @@ def test_journal_records_argv_verbatim_env_pid_pgid_cwd(spawn, tmp_path):
     assert proc.request(1, "ping")["result"] == {}
     (entry,) = mock.process_entries()
     # sys.argv as Python gives it: the script path first, then every argument verbatim
-    assert entry.argv == mock.command[1:] + ["a;b", "$HOME", "--unknown", "two words"]
+    assert entry.argv == mock.argv + ["a;b", "$HOME", "--unknown", "two words"]
     assert entry.extra["extra_args"] == ["a;b", "$HOME", "--unknown", "two words"]
     assert entry.env == MINIMAL_ENV
     assert entry.pid == proc.p.pid and entry.pgid == proc.p.pid  # started in its own group
