@@ -3,11 +3,13 @@ broken client's seams select, and when it must run every case instead."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import pkgutil
 
 from mcp_host_conformance.reference_client import limits, naming
-from mcp_host_conformance.zoo import BROKEN, BrokenClient
-from mcp_host_conformance.zoo.client import constant, replaced
+from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
+from mcp_host_conformance.zoo.client import constant, pure, replaced
 from tests import zoo_impact
 from tests.zoo_impact import OUTSIDE, Trace
 
@@ -114,6 +116,7 @@ def test_the_trace_tells_the_run_s_contexts_from_its_processes(tmp_path):
         ("test_a.py::test_x[a|b]|run", 2),  # the run's own, a "|" in the node ID
         ("test_a.py::test_y|setup", 3),
         ("test_a.py::test_z[p]", 4),  # a process the case started
+        (zoo_impact.OUTSIDE_ELSEWHERE, 5),  # a process started outside any case
     ):
         data.set_context(context)
         data.add_lines({"/m/module.py": [line]})
@@ -124,5 +127,147 @@ def test_the_trace_tells_the_run_s_contexts_from_its_processes(tmp_path):
         2: {"test_a.py::test_x[a|b]"},
         3: {"test_a.py::test_y"},
         4: {"test_a.py::test_z[p]"},
+        5: {OUTSIDE},
     }
     assert trace.traced_elsewhere == {"test_a.py::test_z[p]"}
+    assert trace.remote["/m/module.py"] == {4: {"test_a.py::test_z[p]"}, 5: {OUTSIDE}}
+
+
+# ---- pure functions: the calls recorded in the reference run decide ------------------------
+
+PURE_TARGET = f"{naming.__name__}.is_valid_name"
+
+
+def _record(calls: dict[str, list[tuple]], target: str = PURE_TARGET) -> recording.Records:
+    """Records of `target` called with each argument tuple under its case."""
+    recorder = recording.Recorder([target])
+    recorder.start()
+    try:
+        for case, arguments in calls.items():
+            os.environ[recording.CASE_ENV] = case
+            for args in arguments:
+                try:
+                    pkgutil.resolve_name(target)(*args)
+                except Exception:  # noqa: BLE001 - an answer like any other
+                    pass
+    finally:
+        os.environ.pop(recording.CASE_ENV, None)
+        recorder.stop()
+    return recorder.records
+
+
+def test_the_recorder_sees_the_calls_through_the_patched_attribute_and_restores_it():
+    original = naming.is_valid_name
+    records = _record({"t.py::a": [("ok",), ("ok",)], "t.py::b": [("x" * 200,)]})
+    assert naming.is_valid_name is original
+    assert records.targets() == {PURE_TARGET}
+    assert len(records.calls[PURE_TARGET]) == 2  # one entry per distinct call
+    assert set(records.cases[PURE_TARGET]) == {"t.py::a", "t.py::b"}
+
+
+def test_a_pure_seam_selects_only_the_cases_where_its_replacement_answers_otherwise():
+    records = _record({"t.py::short": [("ok",)], "t.py::long": [("x" * 70,)]})
+    cut_at_64 = replaced(PURE_TARGET)(pure(lambda original: lambda name: original(name[:64])))
+    assert zoo_impact.selection(_client(cut_at_64), _trace(), records) == {"t.py::long"}
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), _trace(), records) == set()
+
+
+def test_a_raise_is_an_answer_and_a_different_one_selects():
+    target = f"{limits.__name__}.json_size"
+    records = _record({"t.py::cyclic": [(_cyclic(),)], "t.py::plain": [({"a": 1},)]}, target)
+    assert records.unrecordable == {}
+    raising_other = replaced(target)(pure(lambda original: lambda value: original(value) + 0))
+    assert zoo_impact.selection(_client(raising_other), _trace(), records) == set()
+    swallowing = replaced(target)(
+        pure(lambda original: lambda value: 0 if value != {"a": 1} else 999)
+    )
+    assert zoo_impact.selection(_client(swallowing), _trace(), records) == {
+        "t.py::cyclic",
+        "t.py::plain",
+    }
+
+
+def _cyclic():
+    value: list = []
+    value.append(value)
+    return value
+
+
+def test_a_call_that_cannot_be_copied_always_runs_its_case():
+    records = _record({"t.py::odd": [(_Unpicklable("x"),)], "t.py::fine": [("a",)]})
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), _trace(), records) == {"t.py::odd"}
+
+
+class _Unpicklable(str):
+    def __reduce__(self):
+        raise TypeError("not copyable")
+
+
+def test_a_replacement_with_state_is_not_pure_and_selects():
+    records = _record({"t.py::a": [("ok",)]})
+    calls = []
+
+    def counting(original):
+        def is_valid_name(name):
+            calls.append(name)
+            return original(name) and len(calls) < 2  # the second time it says no
+
+        return is_valid_name
+
+    assert zoo_impact.selection(
+        _client(replaced(PURE_TARGET)(pure(counting))), _trace(), records
+    ) == {"t.py::a"}
+
+
+def test_a_pure_call_outside_any_case_answered_otherwise_runs_every_case():
+    records = _record({OUTSIDE: [("ok",)]})
+    never = replaced(PURE_TARGET)(pure(lambda original: lambda name: False))
+    assert zoo_impact.selection(_client(never), _trace(), records) is None
+
+
+def test_a_pure_seam_run_in_a_case_s_own_process_selects_that_case():
+    records = _record({})
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace(
+        {path: {min(body): {"t.py::remote"}}}, remote={path: {min(body): {"t.py::remote"}}}
+    )
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), trace, records) == {"t.py::remote"}
+
+
+def test_the_pure_functions_are_module_functions_of_the_reference_client():
+    for name in recording.PURE_FUNCTIONS:
+        value = pkgutil.resolve_name(name)
+        assert recording.identity(value) == name, name
+        assert not inspect.iscoroutinefunction(value), name
+
+
+def test_an_unmarked_replacement_of_a_pure_function_is_selected_by_its_lines():
+    """Not marked `@pure` (it may fetch, read the environment, keep state): the recorded
+    answers decide nothing, every case that ran the function runs."""
+    records = _record({"t.py::a": [("ok",)]})
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace({path: {min(body): {"t.py::a", "t.py::b"}}})
+    unmarked = replaced(PURE_TARGET)(lambda original: original)
+    assert zoo_impact.selection(_client(unmarked), trace, records) == {"t.py::a", "t.py::b"}
+
+
+def test_every_seam_marked_pure_replaces_a_pure_function():
+    for client in BROKEN.values():
+        for seam in client.seams:
+            if seam.pure:
+                assert recording.pure_targets([seam.target]), (client.name, seam.target)
+
+
+def test_no_client_replaces_two_different_pure_functions():
+    """Each replacement is asked alone, against the reference's other functions: sound while
+    no client replaces two pure functions (one might call the other with new arguments)."""
+    for client in BROKEN.values():
+        functions = {
+            recording.identity(pkgutil.resolve_name(seam.target))
+            for seam in client.seams
+            if seam.pure
+        }
+        assert len(functions) <= 1, (client.name, functions)

@@ -21,6 +21,11 @@ started for one case (an official scenario's client command) records its lines u
 case. A process that outlives its case (the restarted host serves every later case of the
 run) names only the first, so the later ones still always run.
 
+A pure replacement (`@pure`) of a pure function the traced run recorded the calls of
+(tests/zoo/recording.py) selects more finely: only the cases in which it answers one of
+their recorded calls otherwise, and those that executed the function in a process of their
+own (nothing is recorded there: `Trace.remote`).
+
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
 missing, never a false pass of a case that ran. `ZOO_SELECT=all` runs every case for every
@@ -38,6 +43,7 @@ from functools import cache
 from pathlib import Path
 
 from mcp_host_conformance.zoo import BrokenClient
+from mcp_host_conformance.zoo.recording import RECORD_ENV, Records
 from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
 # Traced: the reference client (the seams) and the harness (where a case starts a process).
@@ -62,15 +68,27 @@ _SUBPROCESS_RC = """\
 source = mcp_host_conformance.reference_client
 parallel = True
 sigterm = True
-context = ${{{case_env}}}
+context = ${{{case_env}-{outside}}}
 """
+# The context of a process started outside any case (the run's own code there records "").
+OUTSIDE_ELSEWHERE = "zoo:outside-any-case"
+
+
+RECORDS_FILE = "pure-calls.pickle"
 
 
 def subprocess_env(workdir: Path) -> dict[str, str]:
-    """The environment a traced run needs so that the Python processes it starts trace too."""
+    """The environment a traced run needs so that the Python processes it starts trace too,
+    and that it records the calls of the pure functions the zoo patches (RECORDS_FILE)."""
     rc = workdir / "subprocess.coveragerc"
-    rc.write_text(_SUBPROCESS_RC.format(case_env=CASE_ENV), encoding="utf-8")
-    return {"COVERAGE_PROCESS_START": str(rc), TRACE_ENV: "1"}
+    rc.write_text(
+        _SUBPROCESS_RC.format(case_env=CASE_ENV, outside=OUTSIDE_ELSEWHERE), encoding="utf-8"
+    )
+    return {
+        "COVERAGE_PROCESS_START": str(rc),
+        TRACE_ENV: "1",
+        RECORD_ENV: str(workdir / RECORDS_FILE),
+    }
 
 
 @dataclass
@@ -80,6 +98,8 @@ class Trace:
     lines: dict[str, dict[int, set[str]]]
     # the cases whose own processes were traced (their lines are in `lines` too)
     traced_elsewhere: set[str] = field(default_factory=set)
+    # per file, per line, the cases whose processes (not the run's own) executed it
+    remote: dict[str, dict[int, set[str]]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, data_file: Path) -> Trace:
@@ -89,15 +109,18 @@ class Trace:
         data.read()
         trace = cls({})
         for measured in data.measured_files():
-            by_line = trace.lines.setdefault(os.path.realpath(measured), {})
+            path = os.path.realpath(measured)
+            by_line = trace.lines.setdefault(path, {})
             for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
                 for context in contexts:
                     case, bar, phase = context.rpartition("|")
-                    if not (bar and phase in PHASES):  # recorded by a process a case started
-                        case = context
-                        if case:
-                            trace.traced_elsewhere.add(case)
-                    by_line.setdefault(line, set()).add(case or OUTSIDE)
+                    if not (bar and phase in PHASES):  # not the run's own code in a case
+                        case = OUTSIDE if context == OUTSIDE_ELSEWHERE else context
+                        if context:  # a process the run started ("": the run's own code)
+                            if case:
+                                trace.traced_elsewhere.add(case)
+                            trace.remote.setdefault(path, {}).setdefault(line, set()).add(case)
+                    by_line.setdefault(line, set()).add(case)
         return trace
 
     def spawning(self) -> set[str]:
@@ -108,8 +131,10 @@ class Trace:
                     found |= cases
         return found - {OUTSIDE} - self.traced_elsewhere
 
-    def executing(self, path: str, lines: Iterable[int]) -> set[str]:
-        by_line = self.lines.get(path, {})
+    def executing(self, path: str, lines: Iterable[int], *, remote: bool = False) -> set[str]:
+        """The cases that executed one of `lines` of `path` (`remote`: in a process of
+        their own)."""
+        by_line = (self.remote if remote else self.lines).get(path, {})
         found: set[str] = set()
         for line in lines:
             found |= by_line.get(line, set())
@@ -167,15 +192,30 @@ def seam_lines(target: str) -> dict[str, set[int]] | None:
     return None
 
 
-def selection(client: BrokenClient, trace: Trace) -> set[str] | None:
-    """The cases to run against `client` (None: all of them)."""
+def selection(
+    client: BrokenClient, trace: Trace, records: Records | None = None
+) -> set[str] | None:
+    """The cases to run against `client` (None: all of them). With the `records` of the
+    traced run, a pure replacement (`@pure`) of a recorded pure function selects only the
+    cases in which it answers a recorded call otherwise (tests/zoo/recording.py), and those
+    that executed the function in a process of their own (not recorded there)."""
     selected = trace.spawning()
+    recorded = records.targets() if records is not None else set()
     for seam in client.seams:
         lines = seam_lines(seam.target)
         if lines is None:
             return None
         for path, numbers in lines.items():
-            cases = trace.executing(path, numbers)
+            if seam.pure and seam.target in recorded:
+                cases = trace.executing(path, numbers, remote=True)
+            else:
+                cases = trace.executing(path, numbers)
+            if OUTSIDE in cases:
+                return None
+            selected |= cases
+        if records is not None and seam.pure and seam.target in recorded:
+            replacement = seam.replacement(pkgutil.resolve_name(seam.target))
+            cases = records.diverging(seam.target, replacement)
             if OUTSIDE in cases:
                 return None
             selected |= cases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
@@ -20,6 +20,7 @@ def _yes_for_the_turn(original):
 
 
 @replaced("mcp_host_conformance.reference_client.confirmation.is_approved")
+@pure
 def _empty_is_yes(original):
     def is_approved(answer):
         return not answer.strip() or original(answer)
@@ -48,6 +49,7 @@ def _never_ask(original):
 
 
 @replaced("mcp_host_conformance.reference_client.confirmation.confirmation")
+@pure
 def _exposed_name(original):
     def confirmation(server, destination, tool, arguments, *, exposed_name=None):
         return original(
@@ -86,6 +88,7 @@ def _remember_approved_calls(original):
 
 
 @replaced("mcp_host_conformance.reference_client.confirmation.is_approved")
+@pure
 def _y_prefix_approves(original):
     def is_approved(answer):
         return answer.strip().lower().startswith("y") or original(answer)
@@ -143,6 +146,7 @@ def _trust_read_only_once_approved(original):
 
 
 @replaced("mcp_host_conformance.reference_client.confirmation.shown_arguments")
+@pure
 def _cut_by_characters(original):
     import json
 

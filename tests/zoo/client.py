@@ -29,10 +29,10 @@ import sys
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
-__all__ = ["BrokenAdapter", "BrokenClient", "Seam", "constant", "replaced"]
+__all__ = ["BrokenAdapter", "BrokenClient", "Seam", "constant", "pure", "replaced"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,23 @@ class Seam:
 
     target: str
     replacement: Callable[[Any], Any]
+
+    @property
+    def pure(self) -> bool:
+        """The replacement answers from its arguments alone (`@pure`)."""
+        return bool(getattr(self.replacement, "pure", False))
+
+
+MakeT = TypeVar("MakeT", bound=Callable[[Any], Any])
+
+
+def pure(make: MakeT) -> MakeT:
+    """Mark a replacement factory whose functions answer from their arguments alone: no I/O,
+    no clock, no environment, no state kept between calls, no per-process `hash()`. The
+    self-test then runs a case against it only if it answers one of the case's recorded
+    calls of a pure reference function otherwise (tests/zoo/recording.py)."""
+    make.pure = True  # type: ignore[attr-defined]
+    return make
 
 
 def constant(target: str, value: Any) -> Seam:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
 
 
 def _merged(servers, kind):
@@ -63,6 +63,7 @@ def _no_redaction(original):
     return lambda self, text: text
 
 
+@pure
 def _whole_values(original):
     from mcp_host_conformance.reference_client.config import HttpServerConfig
 

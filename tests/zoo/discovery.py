@@ -7,10 +7,11 @@ import json
 import weakref
 from contextvars import ContextVar
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced
 
 
 @replaced("mcp_host_conformance.reference_client.discovery.connected_line")
+@pure
 def _other_status_line(original):
     def connected_line(name, tools, destination):
         status = original(name, tools, destination)
@@ -82,6 +83,7 @@ def _relist_each_turn(original):
 
 
 @replaced("mcp_host_conformance.reference_client.limits.check_tools")
+@pure
 def _first_128(original):
     def check_tools(tools):
         if isinstance(tools, list) and len(tools) > 128:
@@ -95,6 +97,7 @@ _limit_reason: ContextVar[list[str] | None] = ContextVar("zoo_limit_reason", def
 
 
 @replaced("mcp_host_conformance.reference_client.limits.check_tools")
+@pure
 def _remember_reason(original):
     def check_tools(tools):
         reason = original(tools)
@@ -193,6 +196,7 @@ def _drop_all_on_server_error(original):
 
 
 @replaced("mcp_host_conformance.reference_client.rpc.check_tools_page")
+@pure
 def _tools_limit_per_page(original):
     from mcp_host_conformance.reference_client.transports import ProtocolError
 
@@ -253,18 +257,21 @@ def _compact(value, ensure_ascii):
 
 
 @replaced("mcp_host_conformance.reference_client.limits.json_size")
+@pure
 def _size_in_characters(original):
     del original
     return lambda value: len(_compact(value, ensure_ascii=False))  # characters, not bytes
 
 
 @replaced("mcp_host_conformance.reference_client.limits.json_size")
+@pure
 def _size_escaped(original):
     del original
     return lambda value: len(_compact(value, ensure_ascii=True).encode())  # json.dumps' default
 
 
 @replaced("mcp_host_conformance.reference_client.limits.json_size")
+@pure
 def _size_without_names(original):
     def json_size(value):
         if isinstance(value, dict) and "name" in value and "inputSchema" in value:
@@ -275,6 +282,7 @@ def _size_without_names(original):
 
 
 @replaced("mcp_host_conformance.reference_client.limits.check_tools")
+@pure
 def _null_schema_is_empty(original):
     def check_tools(tools):
         for tool in tools if isinstance(tools, list) else []:
@@ -303,6 +311,7 @@ _skip_limits: ContextVar[bool] = ContextVar("zoo_skip_limits", default=False)
 
 
 @replaced("mcp_host_conformance.reference_client.limits.check_tools")
+@pure
 def _limits_unless_skipped(original):
     def check_tools(tools):
         return None if _skip_limits.get() else original(tools)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
 
 
 @replaced("mcp_host_conformance.reference_client.naming.plain_name")
+@pure
 def _lowercase_server(original):
     def raw_name(server, tool):
         return original(server.lower(), tool)
@@ -14,6 +15,7 @@ def _lowercase_server(original):
 
 
 @replaced("mcp_host_conformance.reference_client.naming.hashed_name")
+@pure
 def _guessed_name(original):
     from mcp_host_conformance.reference_client import naming
 
@@ -28,6 +30,7 @@ def _guessed_name(original):
 
 
 @replaced("mcp_host_conformance.reference_client.offering.function_tool")
+@pure
 def _strict(original):
     def function_tool(server, tool, exposed_name):
         return {**original(server, tool, exposed_name), "strict": True}
@@ -36,6 +39,7 @@ def _strict(original):
 
 
 @replaced("mcp_host_conformance.reference_client.offering.function_tool")
+@pure
 def _no_note(original):
     def function_tool(server, tool, exposed_name):
         offered = original(server, tool, exposed_name)
@@ -59,11 +63,13 @@ def _builtins_only_at_first(original):
 
 
 @replaced("mcp_host_conformance.reference_client.naming.is_valid_name")
+@pure
 def _hash_at_64(original):
     return lambda name: original(name) and len(name) < 64  # off by one at the bound
 
 
 @replaced("mcp_host_conformance.reference_client.naming.is_valid_name")
+@pure
 def _dollar_pattern(original):
     from mcp_host_conformance.reference_client import naming
 
@@ -72,6 +78,7 @@ def _dollar_pattern(original):
 
 
 @replaced("mcp_host_conformance.reference_client.naming.hashed_name")
+@pure
 def _stripped_name(original):
     from mcp_host_conformance.reference_client import naming
 
@@ -113,6 +120,7 @@ def _cleaned(schema):
 
 
 @replaced("mcp_host_conformance.reference_client.offering.function_tool")
+@pure
 def _clean_schema(original):
     def function_tool(server, tool, exposed_name):
         offered = original(server, tool, exposed_name)
@@ -123,6 +131,7 @@ def _clean_schema(original):
 
 
 @replaced("mcp_host_conformance.reference_client.offering.function_tool")
+@pure
 def _cut_description(original):
     def function_tool(server, tool, exposed_name):
         text = tool.get("description")

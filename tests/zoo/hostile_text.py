@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, pure
 
 _CLIENT = "mcp_host_conformance.reference_client"
 _SHOWN_BY = (
@@ -28,6 +28,7 @@ def _partial(handled: str, handled_one_line: str):
     in one-line mode) to the real one and shows every other character as it came."""
     multi, single = re.compile(handled), re.compile(handled_one_line)
 
+    @pure
     def make(original):
         def terminal_safe(text, *, one_line=False):
             pattern = single if one_line else multi
@@ -38,6 +39,7 @@ def _partial(handled: str, handled_one_line: str):
     return make
 
 
+@pure
 def _strip_csi(original):
     lines = re.compile(r"[\n\t]")
 

@@ -6,7 +6,7 @@ import functools
 import ssl
 from urllib.parse import urlsplit
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
 
 _TRANSPORT = "mcp_host_conformance.reference_client.transports"
 _HTTP = f"{_TRANSPORT}.http"
@@ -21,6 +21,7 @@ _URL_REFUSAL = (
 # ---- NET-1 ------------------------------------------------------------------------------------
 
 
+@pure
 def _case_sensitive_scheme(original):
     def url_refusal(url):
         # "Plain HTTP" is decided by the text `http://`; `HTTP://host` passes as if secure.
@@ -33,6 +34,7 @@ def _case_sensitive_scheme(original):
     return url_refusal
 
 
+@pure
 def _only_127_0_0_1(original):
     def url_refusal(url):
         refusal = original(url)
@@ -133,6 +135,7 @@ def _follow_same_origin(original):
 _LIMIT = 1024 * 1024
 
 
+@pure
 def _characters_counted(original):
     from mcp_host_conformance.reference_client.transports import MessageTooLarge
 

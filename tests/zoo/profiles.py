@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import json
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
 
 _PINNING = "mcp_host_conformance.reference_client.pinning"
 
@@ -23,6 +23,7 @@ def _hash(value) -> str:
 
 
 @replaced(f"{_PINNING}.definition_hash")
+@pure
 def _description_only(original):
     def definition_hash(tool):
         return _hash({"name": tool.get("name"), "description": tool.get("description")})
@@ -31,6 +32,7 @@ def _description_only(original):
 
 
 @replaced(f"{_PINNING}.definition_hash")
+@pure
 def _without_annotations(original):
     def definition_hash(tool):
         return original({k: v for k, v in tool.items() if k != "annotations"})
@@ -39,6 +41,7 @@ def _without_annotations(original):
 
 
 @replaced(f"{_PINNING}.definition_hash")
+@pure
 def _in_listed_order(original):
     def definition_hash(tool):
         # json.dumps without sort_keys: the members' order as the server listed them
@@ -160,6 +163,7 @@ def _no_first_sync(original):
 
 
 @replaced(f"{_COMMANDS}.check_short_name")
+@pure
 def _any_name(original):
     def check_short_name(name):
         return None
@@ -168,6 +172,7 @@ def _any_name(original):
 
 
 @replaced("mcp_host_conformance.reference_client.verified_add.short_name_problem")
+@pure
 def _lowercase_only(original):
     def short_name_problem(name):
         if name == name.lower() and " " not in name:
@@ -181,6 +186,7 @@ _FLAGGING = "mcp_host_conformance.reference_client.flagging"
 
 
 @replaced(f"{_FLAGGING}.flags")
+@pure
 def _flags_nothing(original):
     def flags(tool):
         return []
@@ -189,6 +195,7 @@ def _flags_nothing(original):
 
 
 @replaced(f"{_FLAGGING}.texts_of")
+@pure
 def _descriptions_only(original):
     def texts_of(tool):
         return [tool["description"]] if isinstance(tool.get("description"), str) else []
@@ -200,6 +207,7 @@ _WORDS = ("ignore", "instruction", "must", "system", "password", "never", "promp
 
 
 @replaced(f"{_FLAGGING}.flags")
+@pure
 def _keywords(original):
     def flags(tool):
         text = " ".join(__import__(_FLAGGING, fromlist=["texts_of"]).texts_of(tool)).lower()
@@ -209,6 +217,7 @@ def _keywords(original):
 
 
 @replaced(f"{_FLAGGING}.normalise")
+@pure
 def _lower_only(original):
     def normalise(text):
         return " ".join(text.split()).lower()

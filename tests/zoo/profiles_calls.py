@@ -3,7 +3,7 @@ and untrusted marking (UNTR-1). Each is `reference-profiles` with one seam patch
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
 
 _VALIDATION = "mcp_host_conformance.reference_client.validation"
 
@@ -26,6 +26,7 @@ def _shallow(schema):
 
 
 @replaced(f"{_VALIDATION}.argument_problem")
+@pure
 def _top_level_only(original):
     def argument_problem(schema, arguments):
         return original(_shallow(schema), arguments)
@@ -44,6 +45,7 @@ def _bools_as_numbers(value):
 
 
 @replaced(f"{_VALIDATION}.argument_problem")
+@pure
 def _bool_is_integer(original):
     def argument_problem(schema, arguments):
         # A check written with Python's isinstance(value, int): True passes as 1.

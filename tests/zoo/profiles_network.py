@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
 
 _GUARDED = "mcp_host_conformance.reference_client.transports.guarded"
 
@@ -39,6 +39,7 @@ def _connect_by_name(original):
 
 
 @replaced(f"{_GUARDED}.address_refusal")
+@pure
 def _is_private(original):
     def address_refusal(address, allowed=()):
         if str(address) in allowed or not address.is_private:
@@ -49,6 +50,7 @@ def _is_private(original):
 
 
 @replaced(f"{_GUARDED}.address_refusal")
+@pure
 def _ipv4_only(original):
     def address_refusal(address, allowed=()):
         if isinstance(address, ipaddress.IPv6Address):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
 
 
 @replaced("mcp_host_conformance.reference_client.results.render_content")
+@pure
 def _reversed_blocks(original):
     def render(result):
         content = result.get("content") if isinstance(result, dict) else None
@@ -17,6 +18,7 @@ def _reversed_blocks(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.block_text")
+@pure
 def _image_data(original):
     def block_text(block):
         if (
@@ -48,6 +50,7 @@ def _open_links(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.render_content")
+@pure
 def _no_structured(original):
     def render(result):
         if isinstance(result, dict):
@@ -58,6 +61,7 @@ def _no_structured(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.from_call_result")
+@pure
 def _error_completed(original):
     def from_call_result(result):
         if isinstance(result, dict) and result.get("isError") is True:
@@ -68,6 +72,7 @@ def _error_completed(original):
 
 
 @replaced("mcp_host_conformance.reference_client.turn.timed_out_outcome")
+@pure
 def _timeout_failed(original):
     from mcp_host_conformance.reference_client import results
 
@@ -105,6 +110,7 @@ def _oversized(error) -> bool:
 
 
 @replaced("mcp_host_conformance.reference_client.turn.cancelled_outcome")
+@pure
 def _cancel_failed(original):
     from mcp_host_conformance.reference_client import results
 
@@ -123,6 +129,7 @@ def _outputs_twice(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.unknown")
+@pure
 def _terse_unknown(original):
     from mcp_host_conformance.reference_client import results
 
@@ -135,6 +142,7 @@ def _terse_unknown(original):
 def _as_latin1(only_what=None):
     """A parse_json that decodes the bytes it is given as latin-1 (for `what` = only_what)."""
 
+    @pure
     def make(original):
         def parse_json(data, what="message"):
             if isinstance(data, bytes) and (only_what is None or what == only_what):
@@ -147,6 +155,7 @@ def _as_latin1(only_what=None):
 
 
 @replaced("mcp_host_conformance.reference_client.results.render_content")
+@pure
 def _prefer_structured(original):
     import json
 
@@ -160,6 +169,7 @@ def _prefer_structured(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.block_text")
+@pure
 def _decode_text_blobs(original):
     import base64
 
@@ -204,6 +214,7 @@ def _fetch_link_urls(original):
 
 
 @replaced("mcp_host_conformance.reference_client.results.from_call_result")
+@pure
 def _error_without_text_completed(original):
     def from_call_result(result):
         if isinstance(result, dict) and result.get("isError") is True and not result.get("content"):
@@ -214,6 +225,7 @@ def _error_without_text_completed(original):
 
 
 @replaced("mcp_host_conformance.reference_client.transports.stdio.same_id")
+@pure
 def _stdio_answers_have_results(original):
     def same_id(message, request_id):
         # "a response is the line with our id and a result": error responses never match
@@ -232,6 +244,7 @@ def _call_timeout_is_connect_timeout(original):
 
 
 @replaced("mcp_host_conformance.reference_client.transports.http.status_error")
+@pure
 def _server_error_refused(original):
     from mcp_host_conformance.reference_client.transports import TransportError
 

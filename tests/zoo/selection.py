@@ -3,8 +3,9 @@
 `-p mcp_host_conformance.zoo.selection` with MCP_ZOO_CASES naming a file of node IDs, one a
 line: every other case is deselected (and reported so). With MCP_ZOO_TRACE set (a traced
 reference run) it names the running case in MCP_ZOO_CASE, so a process a case starts (the
-official framework's client command) records its coverage under that case. Without either
-variable it does nothing.
+official framework's client command) records its coverage under that case. With
+MCP_ZOO_RECORD naming a file, it records the calls of the pure functions the zoo patches
+there (tests/zoo/recording.py). Without any of them it does nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +16,31 @@ from pathlib import Path
 
 import pytest
 
+from mcp_host_conformance.zoo.recording import CASE_ENV, RECORD_ENV, Recorder, pure_targets
+
 CASES_ENV = "MCP_ZOO_CASES"
 TRACE_ENV = "MCP_ZOO_TRACE"
-CASE_ENV = "MCP_ZOO_CASE"
+_RECORDER = pytest.StashKey[tuple[Recorder, Path]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    destination = os.environ.get(RECORD_ENV)
+    if not destination:
+        return
+    from mcp_host_conformance.zoo import BROKEN
+
+    targets = pure_targets(seam.target for client in BROKEN.values() for seam in client.seams)
+    recorder = Recorder(targets)
+    recorder.start()
+    config.stash[_RECORDER] = (recorder, Path(destination))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    found = config.stash.get(_RECORDER, None)
+    if found is not None:
+        recorder, destination = found
+        recorder.stop()
+        recorder.records.dump(destination)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,7 +7,7 @@ import os
 import shlex
 import signal
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, pure, replaced
 
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
 
@@ -90,6 +90,7 @@ _SDK_DEFAULTS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # the SDK'
 
 
 @replaced(f"{_STDIO}.child_environment")
+@pure
 def _sdk_environment(original):
     def child_environment(host_environ, configured):
         env = {name: host_environ[name] for name in _SDK_DEFAULTS if name in host_environ}

@@ -1,0 +1,222 @@
+"""The calls of the reference client's pure functions in a traced reference run: what a
+broken client patching one of them would have changed (tests/zoo_impact.py).
+
+A pure function's result depends on its arguments only (no I/O, no state, no clock). A
+broken client that patches one with a pure replacement changes a case only if, for
+arguments the case passed it, the replacement answers otherwise: until that first
+different answer the run is the reference run. So the traced reference run records, for
+each pure function a broken client patches, every argument tuple it was called with and
+its answer, by case; the self-test then asks each client's replacement the same questions
+and runs only the cases that got another answer somewhere.
+
+Recorded through the very module attributes the broken clients patch (a wrapper patched in
+the same way), so exactly the calls a patch would intercept are seen. A call whose
+arguments or answer cannot be copied (pickled) is recorded as such: its case then always
+runs. Calls in processes the run starts are not recorded here (coverage sees them: see
+`Trace.remote`). A replacement is asked with the rest of the reference as it is: a client
+whose replacement of one pure function calls another it also replaces, with arguments the
+reference never passed, would be judged by the reference's answer to those (none does).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import pkgutil
+import threading
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+RECORD_ENV = "MCP_ZOO_RECORD"  # where a traced run writes its records
+CASE_ENV = "MCP_ZOO_CASE"  # the running case (tests/zoo/selection.py sets it)
+
+_RC = "mcp_host_conformance.reference_client."
+# Reference functions whose answer depends on their arguments only. A function goes here
+# only after reading it (and everything it calls): no I/O, no clock, no randomness, no
+# module state it or anything else changes; the zoo's replacements of them are pure too.
+PURE_FUNCTIONS = frozenset(
+    _RC + name
+    for name in (
+        "config.secrets_of",
+        "config.url_refusal",
+        "confirmation.confirmation",
+        "confirmation.is_approved",
+        "confirmation.shown_arguments",
+        "discovery.connected_line",
+        "display.terminal_safe",
+        "flagging.flags",
+        "flagging.normalise",
+        "flagging.texts_of",
+        "limits.check_tools",
+        "limits.json_size",
+        "naming.hashed_name",
+        "naming.is_valid_name",
+        "naming.plain_name",
+        "offering.function_tool",
+        "pinning.definition_hash",
+        "private_addresses.address_refusal",
+        "results.block_text",
+        "results.from_call_result",
+        "results.render_content",
+        "results.unknown",
+        "rpc.check_tools_page",
+        "server_commands.check_short_name",
+        "transports.parse_json",
+        "transports.http.same_id",
+        "transports.http.status_error",
+        "transports.stdio.child_environment",
+        "turn.cancelled_outcome",
+        "turn.timed_out_outcome",
+        "turn_rules.pending_in_history",
+        "validation.argument_problem",
+        "verified_add.short_name_problem",
+    )
+)
+
+
+def identity(value: Any) -> str | None:
+    """`module.name` of a module-level function (None for anything else)."""
+    value = getattr(value, "__wrapped__", value)
+    if not isinstance(value, types.FunctionType) or "." in value.__qualname__:
+        return None
+    return f"{value.__module__}.{value.__qualname__}"
+
+
+def pure_targets(targets: Iterable[str]) -> set[str]:
+    """The seam targets (dotted attribute paths) that name a pure function."""
+    return {t for t in targets if identity(pkgutil.resolve_name(t)) in PURE_FUNCTIONS}
+
+
+RETURN, RAISE = "return", "raise"
+
+
+@dataclass
+class Records:
+    """Per target: each distinct call (key -> pickled (args, kwargs), pickled (kind, value)),
+    which cases made it, and the cases that made a call that could not be pickled."""
+
+    calls: dict[str, dict[bytes, tuple[bytes, bytes]]] = field(default_factory=dict)
+    cases: dict[str, dict[str, set[bytes]]] = field(default_factory=dict)
+    unrecordable: dict[str, set[str]] = field(default_factory=dict)
+    # targets that answered one question two ways in the run: not pure after all
+    impure: set[str] = field(default_factory=set)
+
+    def targets(self) -> set[str]:
+        """The targets whose every in-process call was recorded."""
+        return set(self.calls) - self.impure
+
+    def dump(self, path: Path) -> None:
+        path.write_bytes(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+
+    @staticmethod
+    def read(path: Path) -> Records:
+        records = pickle.loads(path.read_bytes())
+        if not isinstance(records, Records):
+            raise TypeError(f"{path}: not a Records pickle")
+        return records
+
+    def diverging(self, target: str, replacement: Callable[..., Any]) -> set[str]:
+        """The cases (OUTSIDE: "" for calls outside any case) in which `replacement` answers
+        some recorded call of `target` otherwise than the reference did, or made a call that
+        was not recorded."""
+        different = {
+            key
+            for key, (call, answer) in self.calls.get(target, {}).items()
+            if not _same_answer(replacement, call, answer)
+        }
+        found = set(self.unrecordable.get(target, set()))
+        for case, keys in self.cases.get(target, {}).items():
+            if keys & different:
+                found.add(case)
+        return found
+
+
+def _answer(function: Callable[..., Any], call: bytes) -> tuple[str, Any]:
+    args, kwargs = pickle.loads(call)
+    try:
+        return RETURN, function(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - an exception is an answer too
+        return RAISE, exc
+
+
+def _same(a: tuple[str, Any], b: tuple[str, Any]) -> bool:
+    if a[0] != b[0]:
+        return False
+    try:
+        if a[0] == RETURN and a[1] == b[1]:
+            return True
+    except Exception:  # noqa: BLE001 - an odd __eq__: compare the state below
+        pass
+    # equal state (an exception, a value without __eq__), or not the same answer
+    try:
+        return type(a[1]) is type(b[1]) and pickle.dumps(a[1]) == pickle.dumps(b[1])
+    except Exception:  # noqa: BLE001 - cannot tell: different
+        return False
+
+
+def _same_answer(replacement: Callable[..., Any], call: bytes, answer: bytes) -> bool:
+    expected = pickle.loads(answer)
+    first = _answer(replacement, call)
+    # a replacement that answers the same question twice otherwise keeps state: not pure
+    return _same(first, expected) and _same(_answer(replacement, call), first)
+
+
+class Recorder:
+    """Wrappers of the pure targets that record each call under the running case."""
+
+    def __init__(self, targets: Iterable[str]) -> None:
+        self.records = Records()
+        self._lock = threading.Lock()
+        self._patches = [
+            mock.patch(target, self._wrap(target, pkgutil.resolve_name(target)))
+            for target in sorted(targets)
+        ]
+        for target in targets:
+            self.records.calls.setdefault(target, {})
+
+    def start(self) -> None:
+        for patch in self._patches:
+            patch.start()
+
+    def stop(self) -> None:
+        for patch in reversed(self._patches):
+            patch.stop()
+
+    def _wrap(self, target: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            case = os.environ.get(CASE_ENV, "")
+            try:
+                call: bytes | None = pickle.dumps((args, kwargs))
+            except Exception:  # noqa: BLE001 - not copyable: the case always runs
+                call = None
+            try:
+                result = original(*args, **kwargs)
+            except Exception as exc:
+                self._note(target, case, call, (RAISE, exc))
+                raise
+            self._note(target, case, call, (RETURN, result))
+            return result
+
+        return recorded
+
+    def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
+        try:
+            pickled = pickle.dumps(answer) if call is not None else None
+        except Exception:  # noqa: BLE001 - not copyable: the case always runs
+            pickled = None
+        with self._lock:
+            if call is None or pickled is None:
+                self.records.unrecordable.setdefault(target, set()).add(case)
+                return
+            key = hashlib.sha256(call).digest()
+            known = self.records.calls[target].setdefault(key, (call, pickled))
+            if known[1] != pickled and not _same(pickle.loads(known[1]), answer):
+                self.records.impure.add(target)
+            self.records.cases.setdefault(target, {}).setdefault(case, set()).add(key)
