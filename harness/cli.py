@@ -55,14 +55,14 @@ __all__ = [
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
 DEFAULT_CLIENT = "reference"
 NETWORK_AUTO = "auto"
-# Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
-# than 8 only adds interpreter starts and collections (each worker collects the suite).
 # The pytest plugins a run loads, and no others: an environment's other plugins (a host
 # project's own, or respx's, installed with this package: 0.3 s of CPU each process) would
 # start with every worker and could change how cases run. More can be named after `--`
 # (`-p NAME`).
 SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin")
 XDIST_PLUGIN = "xdist.plugin"
+# Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
+# than 8 only adds interpreter starts and collections (each worker collects the suite).
 MIN_WORKERS = 2
 MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 import pkgutil
+from unittest import mock
 
 from mcp_host_conformance.reference_client import limits, naming
 from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
@@ -271,3 +272,25 @@ def test_no_client_replaces_two_different_pure_functions():
             if seam.pure
         }
         assert len(functions) <= 1, (client.name, functions)
+
+
+def test_a_recorded_function_that_answers_one_question_two_ways_is_not_used():
+    answers = iter([True, False])
+    with mock.patch(PURE_TARGET, lambda name: next(answers)):
+        records = _record({"t.py::a": [("ok",)], "t.py::b": [("ok",)]})
+    assert records.impure == {PURE_TARGET} and records.targets() == set()
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace({path: {min(body): {"t.py::a", "t.py::b"}}})
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), trace, records) == {"t.py::a", "t.py::b"}
+
+
+_IMPURE_NAMES = {"os", "sys", "time", "datetime", "random", "open", "print", "environ", "socket"}
+_IMPURE_NAMES |= {"subprocess", "httpx", "urllib", "input", "hash", "id", "monotonic"}
+
+
+def test_the_pure_functions_name_no_io_clock_environment_or_randomness():
+    for name in recording.PURE_FUNCTIONS:
+        code = pkgutil.resolve_name(name).__code__
+        used = {n for inner in zoo_impact._nested(code) for n in inner.co_names}
+        assert not used & _IMPURE_NAMES, (name, used & _IMPURE_NAMES)

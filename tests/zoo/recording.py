@@ -38,8 +38,9 @@ CASE_ENV = "MCP_ZOO_CASE"  # the running case (tests/zoo/selection.py sets it)
 
 _RC = "mcp_host_conformance.reference_client."
 # Reference functions whose answer depends on their arguments only. A function goes here
-# only after reading it (and everything it calls): no I/O, no clock, no randomness, no
-# module state it or anything else changes; the zoo's replacements of them are pure too.
+# only after reading it (and the helpers it calls): no I/O, no clock, no randomness, no
+# environment, no module state it or anything else changes (tests/test_zoo_impact.py checks
+# the names each one uses for the obvious ones).
 PURE_FUNCTIONS = frozenset(
     _RC + name
     for name in (
@@ -108,7 +109,7 @@ class Records:
     impure: set[str] = field(default_factory=set)
 
     def targets(self) -> set[str]:
-        """The targets whose every in-process call was recorded."""
+        """The recorded targets that answered each question one way (pure in the run)."""
         return set(self.calls) - self.impure
 
     def dump(self, path: Path) -> None:
@@ -171,14 +172,13 @@ class Recorder:
     """Wrappers of the pure targets that record each call under the running case."""
 
     def __init__(self, targets: Iterable[str]) -> None:
-        self.records = Records()
+        wanted = sorted(set(targets))
+        self.records = Records(calls={target: {} for target in wanted})
         self._lock = threading.Lock()
         self._patches = [
             mock.patch(target, self._wrap(target, pkgutil.resolve_name(target)))
-            for target in sorted(targets)
+            for target in wanted
         ]
-        for target in targets:
-            self.records.calls.setdefault(target, {})
 
     def start(self) -> None:
         for patch in self._patches:
