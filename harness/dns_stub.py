@@ -24,8 +24,7 @@ import select
 import socket
 import struct
 import threading
-from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "ADDRESS",
@@ -111,14 +110,16 @@ def answer(query: bytes, rebinder: Rebinder) -> bytes | None:
     return header + question + records
 
 
-def serve(sock: socket.socket, stop: Callable[[], bool] = lambda: False) -> None:
-    """Answer queries on `sock` until `stop()` is true (checked every second)."""
+def serve(sock: socket.socket, stop_when_readable: int | None = None) -> None:
+    """Answer queries on `sock` until the file descriptor `stop_when_readable` turns readable
+    (at once: whoever waits for this process to end does not wait a polling interval)."""
     rebinder = Rebinder()
-    while not stop():
+    watched: list[Any] = [sock] if stop_when_readable is None else [sock, stop_when_readable]
+    while True:
         try:
-            ready, _, _ = select.select([sock], [], [], 1.0)
-            if not ready:
-                continue
+            ready, _, _ = select.select(watched, [], [])
+            if stop_when_readable is not None and stop_when_readable in ready:
+                return
             query, peer = sock.recvfrom(512)
         except OSError:
             return
@@ -150,14 +151,14 @@ def serve_forked(sock: socket.socket) -> int | None:
         os.close(write_end)
         try:
             os.setsid()
+            # not the caller's output pipes: whoever reads them to their end must not wait
+            # for this child too
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
         except OSError:
             pass
-
-        def parent_gone() -> bool:
-            ready, _, _ = select.select([read_end], [], [], 0)
-            return bool(ready)  # readable: EOF, the write end closed with the parent
-
-        serve(sock, parent_gone)
+        serve(sock, stop_when_readable=read_end)  # readable: EOF, the parent is gone
         os._exit(0)
     os.close(read_end)
     os.set_inheritable(write_end, True)  # held by the command this process execs into

@@ -154,9 +154,10 @@ def _mapped_names() -> dict[str, str]:
     return mapped
 
 
-def observe() -> Network:
+def observe(*, probe_dns: bool = True) -> Network:
     """This process's network: isolated only when its namespace has no interface but `lo`
-    and the remote address is local to it."""
+    and the remote address is local to it. `probe_dns=False` while sealing: nothing serves
+    the name server yet, and its probe would wait out its whole timeout (0.5 s)."""
     try:
         names = interfaces()
     except OSError as exc:
@@ -172,7 +173,7 @@ def observe() -> Network:
             a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if _is_local(a)
         ),
         names=_mapped_names(),
-        dns=dns_stub.probe(),
+        dns=probe_dns and dns_stub.probe(),
     )
 
 
@@ -352,7 +353,7 @@ def _trial() -> str | None:
         os.close(read_end)
         try:
             _seal_here()
-            if observe().mode != ISOLATED:
+            if observe(probe_dns=False).mode != ISOLATED:
                 raise SealError("the new namespace did not come up as expected")
             message = b""
         except SealError as exc:
@@ -396,7 +397,7 @@ def seal() -> Network:
                 _seal_here()
             except SealError as exc:  # worked in the trial: should not happen; never half-seal
                 raise SealError(f"sealing failed after a successful trial: {exc}") from None
-            sealed = observe()
+            sealed = observe(probe_dns=False)
             if sealed.isolated:
                 os.environ.pop(REASON_ENV, None)
                 return sealed

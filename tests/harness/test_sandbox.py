@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,50 @@ def test_inside_only_loopback_and_the_suites_addresses_answer(sealable):
         "metadata.example.invalid": ["169.254.169.254"],
     }
     assert seen["uid"] == os.getuid()
+
+
+STUB_SEEN = textwrap.dedent(
+    """
+    import json, os
+    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+        children = f.read().split()
+    print(json.dumps({
+        pid: [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)] for pid in children
+    }))
+    """
+)
+
+
+def test_the_name_server_holds_none_of_the_commands_output_and_ends_with_it(sealable):
+    """The stub serving the sealed network's names is a child of the command (the sandbox
+    execs into it): reading the command's output to its end must not wait for the stub."""
+    proc = subprocess.Popen(
+        [*SANDBOX, "--require", "--", sys.executable, "-c", STUB_SEEN],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=BOUND)  # EOF: every holder of the pipes closed them
+    assert proc.returncode == 0, err
+    children = json.loads(out)
+    assert len(children) == 1, children  # the stub
+    [(stub, fds)] = children.items()
+    assert fds == [os.devnull] * 3
+    # its parent gone, it ends (reaped by init, it disappears)
+    deadline = BOUND
+    gone = Path(f"/proc/{stub}")
+    waited = 0.0
+    while gone.exists() and "Z" not in _state(gone) and waited < deadline:
+        time.sleep(0.05)  # waiting on another process's exit, bounded; not a verdict by time
+        waited += 0.05
+    assert not gone.exists() or "Z" in _state(gone), "the name server outlived its command"
+
+
+def _state(proc_dir: Path) -> str:
+    try:
+        return proc_dir.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
 
 
 def test_the_machine_is_left_as_it_was(sealable):
