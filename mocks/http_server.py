@@ -44,7 +44,6 @@ from mcp_host_conformance.mocks.spec import (
     Tool,
     marked_tools,
     new_marker_token,
-    spec_from_dict,
     with_markers,
 )
 
@@ -84,7 +83,7 @@ class HttpMock:
         # Checked, copied (change_tools never touches the caller's) and marked, so the mock
         # model finds this mock's tools (mocks.spec.with_markers); a wrong spec fails here.
         self.marker_token = new_marker_token()
-        self.spec = with_markers(spec_from_dict(spec), self.marker_token)
+        self.spec = with_markers(spec, self.marker_token)
         self.tls = tls
         self.address = address
         self.limits = limits or HttpLimits()

@@ -80,7 +80,6 @@ from mcp_host_conformance.mocks.spec import (  # noqa: E402
     dump_spec,
     load_spec,
     new_marker_token,
-    spec_from_dict,
     with_markers,
 )
 
@@ -361,7 +360,7 @@ class StdioMock:
         # checked (a wrong spec fails here, not in the child) and marked, so the mock model
         # finds this mock's tools (mocks.spec.with_markers)
         self.marker_token = new_marker_token()
-        self.spec = spec = with_markers(spec_from_dict(spec), self.marker_token)
+        self.spec = spec = with_markers(spec, self.marker_token)
         workdir = os.path.abspath(os.fspath(workdir))
         os.makedirs(workdir, exist_ok=True)
         stem = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)}-{os.getpid()}-{next(_counter)}"

@@ -22,6 +22,7 @@ characters, invisible tag characters), line and paragraph separators and lone su
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -30,21 +31,25 @@ __all__ = ["ANSWER_INDENT", "BLOCK_INDENT", "answer_block", "server_block", "ter
 BLOCK_INDENT = "  | "
 ANSWER_INDENT = "  "
 
-# Candidates only: every character outside printable ASCII, newline and tab. Most text is
-# ASCII, so the per-character decision below runs rarely.
-_CANDIDATE = re.compile(r"[^\t\n\x20-\x7e]")
-_CANDIDATE_ONE_LINE = re.compile(r"[^\x20-\x7e]")
+# Candidates only: runs of characters outside printable ASCII, newline and tab. Most text
+# is ASCII, so the per-character decision below runs rarely, and once per distinct character.
+_CANDIDATE = re.compile(r"[^\t\n\x20-\x7e]+")
+_CANDIDATE_ONE_LINE = re.compile(r"[^\x20-\x7e]+")
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
+@functools.lru_cache(maxsize=4096)
+def _escaped_char(char: str) -> str:
     code = ord(char)
     if code < 0x20 or 0x7F <= code <= 0x9F:
         return f"\\x{code:02x}"
     if unicodedata.category(char) in _ESCAPED_CATEGORIES:
         return f"<U+{code:04X}>"
     return char
+
+
+def _escape(match: re.Match[str]) -> str:
+    return "".join(map(_escaped_char, match.group()))
 
 
 def terminal_safe(text: str, *, one_line: bool = False) -> str:
