@@ -5,7 +5,7 @@ from urllib.parse import quote, quote_plus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.reference_client.redaction import MARKER, Redactor
+from mcp_host_conformance.reference_client.redaction import _NS_TO_SEARCH_A_FORM, MARKER, Redactor
 
 secrets = st.text(min_size=1, max_size=40)
 surrounding = st.text(max_size=30)
@@ -85,3 +85,27 @@ def test_random_secrets_never_survive(secret_list, before, after):
 def test_output_never_holds_secret(secret, text):
     out = Redactor([secret]).redact(text + secret + text)
     assert secret not in out
+
+
+@given(
+    st.lists(secrets, min_size=1, max_size=3),
+    st.lists(st.text(max_size=60) | secrets, min_size=1, max_size=6),
+)
+def test_searching_before_compiling_answers_as_the_pattern_does(secret_list, texts):
+    """A redactor finds its forms with `in` until that has cost as much as compiling would;
+    the answer is the compiled pattern's, text by text, on either side of the switch."""
+    searching = Redactor(secret_list)
+    compiled = Redactor(secret_list)
+    compiled._search_budget = 0  # compiles at its first text
+    switching = Redactor(secret_list)
+    # enough to search the first text, not the second: it compiles there
+    switching._search_budget = len(switching._forms) * (_NS_TO_SEARCH_A_FORM + len(texts[0])) + 1
+    for n, text in enumerate(texts):
+        expected = compiled.redact(text)
+        assert searching.redact(text) == expected
+        assert switching.redact(text) == expected
+        if n == 0:
+            found = any(form in text for form in switching._forms)
+            assert (switching._pattern is not None) == found
+    assert compiled._pattern is not None
+    assert (switching._pattern is not None) == (len(texts) > 1 or found)

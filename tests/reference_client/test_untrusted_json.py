@@ -16,6 +16,7 @@ from mcp_host_conformance.reference_client.untrusted_json import (
     MAX_DEPTH,
     UntrustedJsonError,
     decode,
+    problem_in,
 )
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -47,6 +48,38 @@ def test_hostile_documents_are_refused_with_a_reason(data: bytes, reason: str) -
 
 def test_depth_up_to_the_limit_is_accepted() -> None:
     assert decode(nested(MAX_DEPTH)) is not None
+    assert decode(nested(MAX_DEPTH).encode()) is not None
+
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=8)
+    | st.sampled_from(["\ud800", "a\udfff", "\udbff\udc00"]),  # lone, lone, a pair
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.integers(1, 8), st.booleans())
+def test_a_document_is_refused_exactly_when_its_value_has_a_problem(
+    value: object, max_depth: int, ascii_only: bool
+) -> None:
+    """`decode` skips walking a value whose text shows it has no problem: its verdict is
+    still the walk's (nesting around the bound, surrogates written as escapes or not)."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    problem = problem_in(json.loads(text), max_depth)
+    data = text.encode("utf-8", "surrogatepass") if not ascii_only else text.encode()
+    if not ascii_only and problem != "nested too deeply" and problem is not None:
+        return  # a raw surrogate is not UTF-8: refused before any walk
+    try:
+        decode(data, max_depth=max_depth)
+    except UntrustedJsonError as exc:
+        assert problem is not None and problem in str(exc) or "UTF-8" in str(exc)
+    else:
+        assert problem is None
 
 
 @settings(max_examples=300, deadline=None)
