@@ -79,7 +79,9 @@ def _json(value: object) -> str:
 def test_invalid_arguments_are_never_sent(host, http_mock, model):
     """Arguments are checked against the tool's input schema before sending; invalid arguments
     are never sent and give `failed`. **Decision:** valid arguments are sent unchanged."""
-    docs = http_mock(ServerSpec(tools=[Tool("search", "Searches.", SCHEMA, Reply.text("found"))]))
+    docs = http_mock(
+        ServerSpec(tools=[Tool("search", "Searches.", SCHEMA, reply=Reply.text("found"))])
+    )
     host.add_http("docs", docs)
     running = host.start()
     calls = [*INVALID.values(), *VALID]
