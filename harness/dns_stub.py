@@ -151,13 +151,22 @@ def serve_forked(sock: socket.socket) -> int | None:
         os.close(write_end)
         try:
             os.setsid()
-            # not the caller's output pipes: whoever reads them to their end must not wait
-            # for this child too
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
         except OSError:
             pass
+        # not the caller's output pipes: whoever reads them to their end must not wait for
+        # this child too (without /dev/null, closed: the stub writes nothing)
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+        except OSError:
+            devnull = -1
+        for fd in (0, 1, 2):
+            try:
+                if devnull >= 0:
+                    os.dup2(devnull, fd)
+                else:
+                    os.close(fd)
+            except OSError:
+                pass
         serve(sock, stop_when_readable=read_end)  # readable: EOF, the parent is gone
         os._exit(0)
     os.close(read_end)

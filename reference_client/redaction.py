@@ -106,12 +106,17 @@ class Redactor:
 
     def _compiled(self, text: str) -> re.Pattern[str] | None:
         """The pattern, or None when `text` holds no form (found without compiling it)."""
-        if self._pattern is None:
-            self._search_budget -= len(self._forms) * (_NS_TO_SEARCH_A_FORM + len(text))
-            if self._search_budget > 0 and not any(form in text for form in self._forms):
-                return None
-            self._pattern = re.compile("|".join(map(re.escape, self._forms)))
-        return self._pattern
+        if self._pattern is not None:
+            return self._pattern
+        forms = self._forms
+        self._search_budget -= len(forms) * (_NS_TO_SEARCH_A_FORM + len(text))
+        # a str subclass could answer `in` otherwise than the pattern would: compiled at once
+        if self._search_budget > 0 and type(text) is str and not any(f in text for f in forms):
+            return None
+        pattern = re.compile("|".join(map(re.escape, forms)))
+        if forms is self._forms:  # not for the forms an add() on another thread replaced
+            self._pattern = pattern
+        return pattern
 
     def redact(self, text: str) -> str:
         if not self._forms or not isinstance(text, str):

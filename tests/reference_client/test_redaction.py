@@ -109,3 +109,11 @@ def test_searching_before_compiling_answers_as_the_pattern_does(secret_list, tex
             assert (switching._pattern is not None) == found
     assert compiled._pattern is not None
     assert (switching._pattern is not None) == (len(texts) > 1 or found)
+
+
+def test_a_text_that_answers_in_otherwise_is_still_redacted():
+    class Lying(str):
+        def __contains__(self, other):
+            return False
+
+    assert Redactor(["hunter2-canary"]).redact(Lying("pw=hunter2-canary")) == f"pw={MARKER}"
