@@ -176,19 +176,21 @@ def new_marker_token() -> str:
 
 def marked_tools(tools: list[Tool], token: str) -> list[Tool]:
     """Checked copies of `tools` carrying their markers (for tools a running mock switches to)."""
-    marked = _tools(list(tools), "tools")
-    for tool in marked:
-        tool.marker = tool_marker(token, tool.name)
-    return marked
+    return _marked(_tools(list(tools), "tools"), token)
 
 
 def with_markers(spec: ServerSpec | dict[str, Any], token: str) -> ServerSpec:
     """A checked copy of `spec` (`spec_from_dict`: it shares nothing with `spec`) whose tools
     (and the tools it changes to) carry their markers. Raises SpecError."""
     marked = spec_from_dict(spec)
-    for tool in [*marked.tools, *marked.misbehaviour.changed_tools]:
-        tool.marker = tool_marker(token, tool.name)
+    _marked([*marked.tools, *marked.misbehaviour.changed_tools], token)
     return marked
+
+
+def _marked(tools: list[Tool], token: str) -> list[Tool]:
+    for tool in tools:
+        tool.marker = tool_marker(token, tool.name)
+    return tools
 
 
 @dataclass
@@ -528,16 +530,14 @@ _ATOMS = (str, int, float, bool, type(None))
 
 def _copied(value: Any) -> Any:
     """A copy of a JSON-like value sharing no container with it. Nested specs are left to
-    `_build`, which copies them. (dataclasses.asdict and copy.deepcopy did this at 3 ms a
-    spec, which every mock start paid twice.)"""
-    if isinstance(value, _ATOMS):
+    `_build`, which checks and copies them. (dataclasses.asdict and copy.deepcopy did this at
+    3 ms a spec, which every mock start paid twice.)"""
+    if isinstance(value, _ATOMS) or type(value) in CHECKS:
         return value
     if isinstance(value, dict):
         return {key: _copied(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_copied(item) for item in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return value
     return copy.deepcopy(value)
 
 

@@ -200,19 +200,19 @@ def selection(
     cases in which it answers a recorded call otherwise (tests/zoo/recording.py), and those
     that executed the function in a process of their own (not recorded there)."""
     selected = trace.spawning()
+    recorded = records.targets() if records is not None else set()
     for seam in client.seams:
         lines = seam_lines(seam.target)
         if lines is None:
             return None
-        by_answers = records is not None and seam.pure and seam.target in records.targets()
+        by_answers = seam.pure and seam.target in recorded
         for path, numbers in lines.items():
             # by its answers, the lines count only where nothing was recorded: other processes
             cases = trace.executing(path, numbers, remote=by_answers)
             if OUTSIDE in cases:
                 return None
             selected |= cases
-        if by_answers:
-            assert records is not None
+        if by_answers and records is not None:
             replacement = seam.replacement(pkgutil.resolve_name(seam.target))
             cases = records.diverging(seam.target, replacement)
             if OUTSIDE in cases:
