@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import inspect
 import os
+import pickle
 import pkgutil
+import subprocess
+import sys
 from unittest import mock
 
 from mcp_host_conformance.reference_client import limits, naming
@@ -294,3 +297,111 @@ def test_the_pure_functions_name_no_io_clock_environment_or_randomness():
         code = pkgutil.resolve_name(name).__code__
         used = {n for inner in zoo_impact._nested(code) for n in inner.co_names}
         assert not used & _IMPURE_NAMES, (name, used & _IMPURE_NAMES)
+
+
+# ---- the traced run's processes keep journals ------------------------------------------------
+
+
+def _journal(tmp_path, calls: dict[str, list[tuple]], case: str) -> recording.Records:
+    """Records with one process's journal: `calls` made under their cases, in a process whose
+    case is `case`."""
+    os.environ[recording.CASE_ENV] = case
+    recorder = recording.JournalRecorder([PURE_TARGET], str(tmp_path / "records"))
+    try:
+        recorder.start()
+        for in_case, arguments in calls.items():
+            os.environ[recording.CASE_ENV] = in_case
+            for args in arguments:
+                pkgutil.resolve_name(PURE_TARGET)(*args)
+    finally:
+        os.environ.pop(recording.CASE_ENV, None)
+        recorder.stop()
+    recording.Records().dump(tmp_path / "records")
+    return recording.Records.read(tmp_path / "records")
+
+
+def test_a_process_journal_is_merged_and_selects_like_the_run_s_own_records(tmp_path):
+    records = _journal(tmp_path, {"t.py::remote": [("ok",), ("x" * 70,)]}, "t.py::remote")
+    assert records.recorded_elsewhere == {"t.py::remote"}
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace(
+        {path: {min(body): {"t.py::remote"}}}, remote={path: {min(body): {"t.py::remote"}}}
+    )
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), trace, records) == set()
+    cut_at_64 = replaced(PURE_TARGET)(pure(lambda original: lambda name: original(name[:64])))
+    assert zoo_impact.selection(_client(cut_at_64), trace, records) == {"t.py::remote"}
+
+
+def test_a_case_whose_process_kept_no_journal_is_still_selected_by_its_lines(tmp_path):
+    records = _journal(tmp_path, {"t.py::other": [("ok",)]}, "t.py::other")
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace(
+        {path: {min(body): {"t.py::remote"}}}, remote={path: {min(body): {"t.py::remote"}}}
+    )
+    same = replaced(PURE_TARGET)(pure(lambda original: original))
+    assert zoo_impact.selection(_client(same), trace, records) == {"t.py::remote"}
+
+
+def test_a_call_begun_and_never_answered_or_a_cut_journal_runs_its_case(tmp_path):
+    _journal(tmp_path, {"t.py::a": [("ok",)]}, "t.py::a")
+    journal = next(tmp_path.glob(f"records.*{recording.JOURNAL_SUFFIX}"))
+    whole = journal.read_bytes()
+    begun = pickle.dumps((recording._BEGUN, PURE_TARGET, "t.py::a", pickle.dumps((("z",), {}))))
+    journal.write_bytes(whole + begun)  # killed inside a call
+    assert recording.Records.read(tmp_path / "records").unrecordable == {PURE_TARGET: {"t.py::a"}}
+    journal.write_bytes(whole[:-3])  # killed while writing the answer
+    assert recording.Records.read(tmp_path / "records").unrecordable == {PURE_TARGET: {"t.py::a"}}
+    journal.write_bytes(whole)
+    assert recording.Records.read(tmp_path / "records").unrecordable == {}
+
+
+def test_a_forked_child_writes_a_journal_of_its_own(tmp_path):
+    recorder = recording.JournalRecorder([PURE_TARGET], str(tmp_path / "records"))
+    recorder.start()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                os.environ[recording.CASE_ENV] = "t.py::child"
+                pkgutil.resolve_name(PURE_TARGET)("ok")
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    finally:
+        recorder.stop()
+    recording.Records().dump(tmp_path / "records")
+    journals = sorted(tmp_path.glob(f"records.*{recording.JOURNAL_SUFFIX}"))
+    assert [p.name for p in journals] == sorted(
+        [f"records.{os.getpid()}.journal", f"records.{pid}.journal"]
+    )
+    records = recording.Records.read(tmp_path / "records")
+    assert set(records.cases[PURE_TARGET]) == {"t.py::child"}
+
+
+def test_the_traced_run_s_own_process_discards_its_journal(tmp_path):
+    from mcp_host_conformance.zoo import remote_recording
+
+    original = naming.is_valid_name
+    remote_recording.coverage_init(
+        None, {"journal": str(tmp_path / "records"), "targets": f"\n{PURE_TARGET}\n"}
+    )
+    assert naming.is_valid_name is not original
+    remote_recording.discard()
+    assert naming.is_valid_name is original
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_traced_process_started_by_coverage_keeps_a_journal(tmp_path):
+    env = {
+        **os.environ,
+        **zoo_impact.subprocess_env(tmp_path),
+        recording.CASE_ENV: "t.py::spawned",
+        "COVERAGE_FILE": str(tmp_path / ".coverage.trace"),
+    }
+    code = f"import pkgutil; pkgutil.resolve_name({PURE_TARGET!r})('ok')"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+    recording.Records().dump(tmp_path / zoo_impact.RECORDS_FILE)
+    records = recording.Records.read(tmp_path / zoo_impact.RECORDS_FILE)
+    assert "t.py::spawned" in records.recorded_elsewhere
+    assert set(records.cases[PURE_TARGET]) == {"t.py::spawned"}

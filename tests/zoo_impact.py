@@ -23,8 +23,9 @@ run) names only the first, so the later ones still always run.
 
 A pure replacement (`@pure`) of a pure function the traced run recorded the calls of
 (tests/zoo/recording.py) selects more finely: only the cases in which it answers one of
-their recorded calls otherwise, and those that executed the function in a process of their
-own (nothing is recorded there: `Trace.remote`).
+their recorded calls otherwise. The traced processes record their calls too (the coverage
+configuration loads tests/zoo/remote_recording.py in each), so lines a process of a case's
+own executed (`Trace.remote`) count only for a case no such process kept a journal for.
 
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
@@ -42,8 +43,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from mcp_host_conformance.zoo import BrokenClient
-from mcp_host_conformance.zoo.recording import RECORD_ENV, Records
+from mcp_host_conformance.zoo import BrokenClient, remote_recording
+from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, zoo_pure_targets
 from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
 # Traced: the reference client (the seams) and the harness (where a case starts a process).
@@ -69,6 +70,12 @@ source = mcp_host_conformance.reference_client
 parallel = True
 sigterm = True
 context = ${{{case_env}-{outside}}}
+plugins = {plugin}
+
+[{plugin}]
+journal = {journal}
+targets =
+    {targets}
 """
 # The context of a process started outside any case (the run's own code there records "").
 OUTSIDE_ELSEWHERE = "zoo:outside-any-case"
@@ -82,7 +89,14 @@ def subprocess_env(workdir: Path) -> dict[str, str]:
     and that it records the calls of the pure functions the zoo patches (RECORDS_FILE)."""
     rc = workdir / "subprocess.coveragerc"
     rc.write_text(
-        _SUBPROCESS_RC.format(case_env=CASE_ENV, outside=OUTSIDE_ELSEWHERE), encoding="utf-8"
+        _SUBPROCESS_RC.format(
+            case_env=CASE_ENV,
+            outside=OUTSIDE_ELSEWHERE,
+            plugin=remote_recording.__name__,
+            journal=workdir / RECORDS_FILE,
+            targets="\n    ".join(sorted(zoo_pure_targets())),
+        ),
+        encoding="utf-8",
     )
     return {
         "COVERAGE_PROCESS_START": str(rc),
@@ -207,8 +221,11 @@ def selection(
             return None
         by_answers = seam.pure and seam.target in recorded
         for path, numbers in lines.items():
-            # by its answers, the lines count only where nothing was recorded: other processes
+            # by its answers, the lines count only where nothing was recorded: another
+            # process that kept no journal
             cases = trace.executing(path, numbers, remote=by_answers)
+            if by_answers and records is not None:
+                cases -= records.recorded_elsewhere
             if OUTSIDE in cases:
                 return None
             selected |= cases

@@ -5,9 +5,10 @@ import stat
 
 import pytest
 
+from mcp_host_conformance.reference_client import results
 from mcp_host_conformance.reference_client.redaction import Redactor
 from mcp_host_conformance.reference_client.sessions import (
-    INTERRUPTED_OUTPUT,
+    INTERRUPTED,
     SessionError,
     SessionLog,
     list_sessions,
@@ -86,9 +87,9 @@ def test_call_without_output_gets_unknown_output(environ):
     assert items[-1] == {
         "type": "function_call_output",
         "call_id": "c1",
-        "output": INTERRUPTED_OUTPUT,
+        "output": results.model_output(INTERRUPTED),
     }
-    assert "may have acted" in INTERRUPTED_OUTPUT
+    assert "may have acted" in results.model_output(INTERRUPTED)
 
 
 def test_orphan_output_dropped(environ):

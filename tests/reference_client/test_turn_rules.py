@@ -13,7 +13,7 @@ from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 from mcp_host_conformance.reference_client import results
 from mcp_host_conformance.reference_client.adapter import ReferenceAdapter
-from mcp_host_conformance.reference_client.sessions import INTERRUPTED_OUTPUT
+from mcp_host_conformance.reference_client.sessions import INTERRUPTED
 from mcp_host_conformance.reference_client.turn_rules import (
     MAX_CALLS_PER_TURN,
     TurnRules,
@@ -61,7 +61,11 @@ def test_pending_in_history() -> None:
         [
             question,
             call,
-            {"type": "function_call_output", "call_id": "c", "output": INTERRUPTED_OUTPUT},
+            {
+                "type": "function_call_output",
+                "call_id": "c",
+                "output": results.model_output(INTERRUPTED),
+            },
         ]
     )
     # A question sent after it is the proof it was acknowledged.

@@ -12,10 +12,13 @@ and runs only the cases that got another answer somewhere.
 Recorded through the very module attributes the broken clients patch (a wrapper patched in
 the same way), so exactly the calls a patch would intercept are seen. A call whose
 arguments or answer cannot be copied (pickled) is recorded as such: its case then always
-runs. Calls in processes the run starts are not recorded here (coverage sees them: see
-`Trace.remote`). A replacement is asked with the rest of the reference as it is: a client
-whose replacement of one pure function calls another it also replaces, with arguments the
-reference never passed, would be judged by the reference's answer to those (none does).
+runs. A process the traced run starts records its calls too, into a journal of its own
+(`JournalRecorder`, started by coverage as it starts there: tests/zoo/remote_recording.py),
+one entry at a time so that a process killed half-way leaves what it did; `Records.read`
+merges the journals beside the records. A replacement is asked with the rest of the
+reference as it is: a client whose replacement of one pure function calls another it also
+replaces, with arguments the reference never passed, would be judged by the reference's
+answer to those (none does).
 """
 
 from __future__ import annotations
@@ -94,6 +97,13 @@ def pure_targets(targets: Iterable[str]) -> set[str]:
     return {t for t in targets if identity(pkgutil.resolve_name(t)) in PURE_FUNCTIONS}
 
 
+def zoo_pure_targets() -> set[str]:
+    """The pure functions some broken client of the zoo patches: what a traced run records."""
+    from mcp_host_conformance.zoo import BROKEN
+
+    return pure_targets(seam.target for client in BROKEN.values() for seam in client.seams)
+
+
 RETURN, RAISE = "return", "raise"
 
 
@@ -107,6 +117,8 @@ class Records:
     unrecordable: dict[str, set[str]] = field(default_factory=dict)
     # targets that answered one question two ways in the run: not pure after all
     impure: set[str] = field(default_factory=set)
+    # the cases a process of their own recorded calls for (a journal said it started)
+    recorded_elsewhere: set[str] = field(default_factory=set)
 
     def targets(self) -> set[str]:
         """The recorded targets that answered each question one way (pure in the run)."""
@@ -117,10 +129,53 @@ class Records:
 
     @staticmethod
     def read(path: Path) -> Records:
+        """The records at `path`, with the journals of the run's processes beside it."""
         records = pickle.loads(path.read_bytes())
         if not isinstance(records, Records):
             raise TypeError(f"{path}: not a Records pickle")
+        for journal in sorted(path.parent.glob(f"{path.name}.*{JOURNAL_SUFFIX}")):
+            records.absorb(journal)
         return records
+
+    def add(self, target: str, case: str, call: bytes, answer: bytes) -> None:
+        """One call of `target` in `case` (both pickled) and its answer."""
+        key = hashlib.sha256(call).digest()
+        known = self.calls.setdefault(target, {}).setdefault(key, (call, answer))
+        if known[1] != answer and not _same(pickle.loads(known[1]), pickle.loads(answer)):
+            self.impure.add(target)
+        self.cases.setdefault(target, {}).setdefault(case, set()).add(key)
+
+    def absorb(self, journal: Path) -> None:
+        """Add what one process wrote to its journal. A call it began and never answered
+        (killed meanwhile), or a journal cut short, leaves its case unrecordable."""
+        begun: dict[tuple[str, str, bytes], bytes] = {}
+        case: str | None = None
+        with journal.open("rb") as source:
+            while True:
+                try:
+                    entry = pickle.load(source)
+                except EOFError:
+                    break
+                except Exception:  # noqa: BLE001 - cut short: nothing after it can be trusted
+                    for target in self.calls:
+                        self.unrecordable.setdefault(target, set()).add(case or "")
+                    break
+                kind, *rest = entry
+                if kind == _STARTED:
+                    case = rest[0]
+                    self.recorded_elsewhere.add(case)
+                elif kind == _BEGUN:
+                    target, in_case, call = rest
+                    begun[(target, in_case, hashlib.sha256(call).digest())] = call
+                elif kind == _ANSWERED:
+                    target, in_case, call, answer = rest
+                    begun.pop((target, in_case, hashlib.sha256(call).digest()), None)
+                    self.add(target, in_case, call, answer)
+                elif kind == _UNRECORDABLE:
+                    target, in_case = rest
+                    self.unrecordable.setdefault(target, set()).add(in_case)
+        for target, in_case, _ in begun:
+            self.unrecordable.setdefault(target, set()).add(in_case)
 
     def diverging(self, target: str, replacement: Callable[..., Any]) -> set[str]:
         """The cases (OUTSIDE: "" for calls outside any case) in which `replacement` answers
@@ -196,6 +251,7 @@ class Recorder:
                 call: bytes | None = pickle.dumps((args, kwargs))
             except Exception:  # noqa: BLE001 - not copyable: the case always runs
                 call = None
+            self._begin(target, case, call)
             try:
                 result = original(*args, **kwargs)
             except Exception as exc:
@@ -206,6 +262,9 @@ class Recorder:
 
         return recorded
 
+    def _begin(self, target: str, case: str, call: bytes | None) -> None:
+        """A call is about to run (a journal notes it: its process may die in it)."""
+
     def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
         try:
             pickled = pickle.dumps(answer) if call is not None else None
@@ -214,9 +273,60 @@ class Recorder:
         with self._lock:
             if call is None or pickled is None:
                 self.records.unrecordable.setdefault(target, set()).add(case)
-                return
-            key = hashlib.sha256(call).digest()
-            known = self.records.calls[target].setdefault(key, (call, pickled))
-            if known[1] != pickled and not _same(pickle.loads(known[1]), answer):
-                self.records.impure.add(target)
-            self.records.cases.setdefault(target, {}).setdefault(case, set()).add(key)
+            else:
+                self.records.add(target, case, call, pickled)
+
+
+JOURNAL_SUFFIX = ".journal"
+_STARTED, _BEGUN, _ANSWERED, _UNRECORDABLE = "started", "begun", "answered", "unrecordable"
+
+
+class JournalRecorder(Recorder):
+    """A recorder for a process the traced run started: each call is appended to the
+    journal `{prefix}.{pid}.journal` as it begins and as it answers, so nothing waits for
+    an exit that may never come. A forked child writes a journal of its own."""
+
+    def __init__(self, targets: Iterable[str], prefix: str) -> None:
+        super().__init__(targets)
+        self._prefix = prefix
+        self._file: Any = None
+        self._pid = -1
+
+    def start(self) -> None:
+        super().start()
+        self._write((_STARTED, os.environ.get(CASE_ENV, "")))
+
+    def path(self) -> Path:
+        return Path(f"{self._prefix}.{os.getpid()}{JOURNAL_SUFFIX}")
+
+    def _write(self, entry: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self._pid != os.getpid():  # first write, or a forked child's
+                self._file = self.path().open("ab", buffering=0)
+                self._pid = os.getpid()
+                if entry[0] != _STARTED:
+                    self._file.write(pickle.dumps((_STARTED, os.environ.get(CASE_ENV, ""))))
+            self._file.write(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _begin(self, target: str, case: str, call: bytes | None) -> None:
+        if call is not None:
+            self._write((_BEGUN, target, case, call))
+
+    def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
+        try:
+            pickled = pickle.dumps(answer) if call is not None else None
+        except Exception:  # noqa: BLE001 - not copyable: the case always runs
+            pickled = None
+        if call is None or pickled is None:
+            self._write((_UNRECORDABLE, target, case))
+        else:
+            self._write((_ANSWERED, target, case, call, pickled))
+
+    def discard(self) -> None:
+        """Stop, and remove this process's journal (its calls are recorded another way)."""
+        self.stop()
+        with self._lock:
+            if self._pid == os.getpid():
+                self._file.close()
+                self.path().unlink(missing_ok=True)
+            self._pid = -1

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.zoo.recording import CASE_ENV, RECORD_ENV, Recorder, pure_targets
+from mcp_host_conformance.zoo import remote_recording
+from mcp_host_conformance.zoo.recording import CASE_ENV, RECORD_ENV, Recorder, zoo_pure_targets
 
 CASES_ENV = "MCP_ZOO_CASES"
 TRACE_ENV = "MCP_ZOO_TRACE"
@@ -27,10 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
     destination = os.environ.get(RECORD_ENV)
     if not destination:
         return
-    from mcp_host_conformance.zoo import BROKEN
-
-    targets = pure_targets(seam.target for client in BROKEN.values() for seam in client.seams)
-    recorder = Recorder(targets)
+    # coverage started in this process too (COVERAGE_PROCESS_START) with a journal recorder
+    remote_recording.discard()
+    recorder = Recorder(zoo_pure_targets())
     recorder.start()
     config.stash[_RECORDER] = (recorder, Path(destination))
 

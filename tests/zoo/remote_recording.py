@@ -1,0 +1,33 @@
+"""A coverage plugin that records the pure functions' calls in the processes a traced
+reference run starts (tests/zoo/recording.py, `JournalRecorder`).
+
+The traced run's processes start coverage from the configuration tests/zoo_impact.py
+writes, which names this module as a plugin: coverage cannot start in a process without
+loading it, so every process whose lines the trace holds has recorded its calls too (that
+is what lets the self-test trust the records instead of those lines). Options, in the
+configuration's `[mcp_host_conformance.zoo.remote_recording]` section: `journal`, the path
+the journals start with, and `targets`, the functions to record, one a line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_host_conformance.zoo.recording import JournalRecorder
+
+_ACTIVE: list[JournalRecorder] = []
+
+
+def coverage_init(reg: Any, options: dict[str, str]) -> None:
+    """Coverage's plugin hook: start recording (nothing is registered with coverage)."""
+    targets = options.get("targets", "").split()
+    recorder = JournalRecorder(targets, options["journal"])
+    recorder.start()
+    _ACTIVE.append(recorder)
+
+
+def discard() -> None:
+    """Stop this process's recording and remove its journal: the traced run's own process
+    records its calls in memory (tests/zoo/selection.py) and must not do both."""
+    while _ACTIVE:
+        _ACTIVE.pop().discard()
