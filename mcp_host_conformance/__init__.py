@@ -7,7 +7,11 @@ the suite must catch). In the repository each is a top-level folder; this packag
 links them under one name that cannot collide with a host project's own packages.
 """
 
-from typing import Any
+from __future__ import annotations
+
+TYPE_CHECKING = False  # no `typing` at run time: a stdio mock process imports this package
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+
+TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
+if TYPE_CHECKING:
+    from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -18,10 +18,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from mcp_host_conformance.mocks import _rpc
 from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
+
+TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
+if TYPE_CHECKING:
+    from typing import Any
 
 GARBAGE = b"this is not JSON-RPC <<<garbage>>> \x01\x02 }{"
 POLL_ERROR = (-32603, "Internal error: the call failed while its stream was closed")

@@ -17,7 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class JournalTimeout(AssertionError):

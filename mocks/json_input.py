@@ -16,7 +16,10 @@ Kept to the standard library: the stdio mock imports it at start.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_JSON_DEPTH = 128

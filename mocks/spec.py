@@ -18,9 +18,12 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from mcp_host_conformance.mocks.json_input import JsonInputError, check_value, read_json
+
+TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 
 class SpecError(ValueError):
@@ -330,7 +333,7 @@ DROP_MODES = ("reset", "close", "stall")
 POLL_MODES = ("deliver", "stall", "error", "close-again")
 RESPONSE_MODES = ("sse", "json")
 
-Check = Callable[[Any, str], Any]
+Check: TypeAlias = "Callable[[Any, str], Any]"
 
 
 def _fail(where: str, wanted: str, value: Any) -> SpecError:
