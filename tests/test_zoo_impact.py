@@ -3,13 +3,19 @@ broken client's seams select, and when it must run every case instead."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib
 import inspect
 import os
 import pickle
 import pkgutil
 import subprocess
 import sys
+import types
 from unittest import mock
+
+import pytest
 
 from mcp_host_conformance.reference_client import limits, naming
 from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
@@ -347,7 +353,9 @@ def test_a_call_begun_and_never_answered_or_a_cut_journal_runs_its_case(tmp_path
     _journal(tmp_path, {"t.py::a": [("ok",)]}, "t.py::a")
     journal = next(tmp_path.glob(f"records.*{recording.JOURNAL_SUFFIX}"))
     whole = journal.read_bytes()
-    begun = pickle.dumps((recording._BEGUN, PURE_TARGET, "t.py::a", pickle.dumps((("z",), {}))))
+    call = pickle.dumps((("z",), {}))
+    key = hashlib.sha256(call).digest()
+    begun = pickle.dumps((recording._BEGUN, PURE_TARGET, "t.py::a", key, call))
     journal.write_bytes(whole + begun)  # killed inside a call
     assert recording.Records.read(tmp_path / "records").unrecordable == {PURE_TARGET: {"t.py::a"}}
     journal.write_bytes(whole[:-3])  # killed while writing the answer
@@ -405,3 +413,75 @@ def test_a_traced_process_started_by_coverage_keeps_a_journal(tmp_path):
     records = recording.Records.read(tmp_path / zoo_impact.RECORDS_FILE)
     assert "t.py::spawned" in records.recorded_elsewhere
     assert set(records.cases[PURE_TARGET]) == {"t.py::spawned"}
+
+
+def test_a_call_interrupted_or_with_arguments_that_cannot_be_copied_runs_its_case(tmp_path):
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    prefix = str(tmp_path / "records")
+    for make in (
+        lambda: recording.Recorder([PURE_TARGET]),
+        lambda: recording.JournalRecorder([PURE_TARGET], prefix),
+    ):
+        with mock.patch.object(naming, "is_valid_name", interrupted):
+            recorder = make()  # recording the interrupting function
+        recorder.start()
+        os.environ[recording.CASE_ENV] = "t.py::c"
+        try:
+            for argument in (_Unpicklable("x"), "plain"):
+                with pytest.raises(KeyboardInterrupt):
+                    pkgutil.resolve_name(PURE_TARGET)(argument)
+        finally:
+            os.environ.pop(recording.CASE_ENV, None)
+            recorder.stop()
+        if isinstance(recorder, recording.JournalRecorder):
+            recording.Records().dump(tmp_path / "records")
+            records = recording.Records.read(tmp_path / "records")
+        else:
+            records = recorder.records
+        assert records.unrecordable == {PURE_TARGET: {"t.py::c"}}, type(recorder)
+        assert not records.cases.get(PURE_TARGET)
+
+
+def test_a_discarded_journal_stays_discarded_whatever_still_calls_its_wrappers(tmp_path):
+    recorder = recording.JournalRecorder([PURE_TARGET], str(tmp_path / "records"))
+    recorder.start()
+    held = naming.is_valid_name  # a wrapper some code bound meanwhile
+    recorder.discard()
+    assert held("ok") is naming.is_valid_name("ok")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _holds(value, functions, depth=0):
+    if depth > 3:
+        return False
+    if any(value is f for f in functions):
+        return True
+    if isinstance(value, dict):
+        return any(_holds(v, functions, depth + 1) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_holds(v, functions, depth + 1) for v in value)
+    if isinstance(value, functools.partial):
+        return _holds(value.func, functions, depth + 1)
+    if isinstance(value, types.FunctionType):
+        defaults = (*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values())
+        return any(_holds(v, functions, depth + 1) for v in defaults)
+    return False
+
+
+def test_no_reference_module_keeps_a_pure_function_where_a_patch_cannot_reach_it():
+    """The records (and a broken client's patch) see the calls made through the module
+    attribute; a function kept in a table, a default or a partial at import would be called
+    past both, and a process's journal would miss calls its lines show."""
+    import mcp_host_conformance.reference_client as package
+
+    functions = [pkgutil.resolve_name(t) for t in recording.zoo_pure_targets()]
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if info.name.endswith(".__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if any(value is f for f in functions):
+                continue  # the attribute itself (or an import of it): patched with it
+            assert not _holds(value, functions), f"{info.name}.{name} holds a pure function"

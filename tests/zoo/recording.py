@@ -30,6 +30,7 @@ import pickle
 import pkgutil
 import threading
 import types
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,7 +118,8 @@ class Records:
     unrecordable: dict[str, set[str]] = field(default_factory=dict)
     # targets that answered one question two ways in the run: not pure after all
     impure: set[str] = field(default_factory=set)
-    # the cases a process of their own recorded calls for (a journal said it started)
+    # the cases a process of their own started under (its journal holds every call it made
+    # through the targets, or marks them unrecordable), whether it made any or not
     recorded_elsewhere: set[str] = field(default_factory=set)
 
     def targets(self) -> set[str]:
@@ -147,8 +149,10 @@ class Records:
 
     def absorb(self, journal: Path) -> None:
         """Add what one process wrote to its journal. A call it began and never answered
-        (killed meanwhile), or a journal cut short, leaves its case unrecordable."""
-        begun: dict[tuple[str, str, bytes], bytes] = {}
+        (the process ended inside it), or a journal cut short, leaves its case
+        unrecordable."""
+        calls: dict[bytes, bytes] = {}  # key -> pickled call
+        running: Counter[tuple[str, str, bytes]] = Counter()  # begun, not yet answered
         case: str | None = None
         with journal.open("rb") as source:
             while True:
@@ -165,17 +169,22 @@ class Records:
                     case = rest[0]
                     self.recorded_elsewhere.add(case)
                 elif kind == _BEGUN:
-                    target, in_case, call = rest
-                    begun[(target, in_case, hashlib.sha256(call).digest())] = call
+                    target, in_case, key, call = rest
+                    calls[key] = call
+                    running[(target, in_case, key)] += 1
                 elif kind == _ANSWERED:
-                    target, in_case, call, answer = rest
-                    begun.pop((target, in_case, hashlib.sha256(call).digest()), None)
-                    self.add(target, in_case, call, answer)
+                    target, in_case, key, answer = rest
+                    if running[(target, in_case, key)] > 0 and key in calls:
+                        running[(target, in_case, key)] -= 1
+                        self.add(target, in_case, calls[key], answer)
+                    else:  # an answer to nothing begun: cannot be trusted
+                        self.unrecordable.setdefault(target, set()).add(in_case)
                 elif kind == _UNRECORDABLE:
                     target, in_case = rest
                     self.unrecordable.setdefault(target, set()).add(in_case)
-        for target, in_case, _ in begun:
-            self.unrecordable.setdefault(target, set()).add(in_case)
+        for (target, in_case, _), count in running.items():
+            if count:
+                self.unrecordable.setdefault(target, set()).add(in_case)
 
     def diverging(self, target: str, replacement: Callable[..., Any]) -> set[str]:
         """The cases (OUTSIDE: "" for calls outside any case) in which `replacement` answers
@@ -257,13 +266,16 @@ class Recorder:
             except Exception as exc:
                 self._note(target, case, call, (RAISE, exc))
                 raise
+            except BaseException:  # interrupted: no answer to compare, the case always runs
+                self._note(target, case, None, (RAISE, None))
+                raise
             self._note(target, case, call, (RETURN, result))
             return result
 
         return recorded
 
     def _begin(self, target: str, case: str, call: bytes | None) -> None:
-        """A call is about to run (a journal notes it: its process may die in it)."""
+        """A call is about to run (a journal notes it: its process may end inside it)."""
 
     def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
         try:
@@ -283,14 +295,23 @@ _STARTED, _BEGUN, _ANSWERED, _UNRECORDABLE = "started", "begun", "answered", "un
 
 class JournalRecorder(Recorder):
     """A recorder for a process the traced run started: each call is appended to the
-    journal `{prefix}.{pid}.journal` as it begins and as it answers, so nothing waits for
-    an exit that may never come. A forked child writes a journal of its own."""
+    journal `{prefix}.{pid}.journal` before it runs (or, its arguments not copyable, marked
+    unrecordable) and again with its answer, so nothing waits for an exit that may never
+    come. A forked child writes a journal of its own. A process that cannot write its
+    journal ends at once (`os._exit`, before coverage saves its lines): a call some code
+    might swallow the error of must never go unrecorded while its lines are kept."""
 
     def __init__(self, targets: Iterable[str], prefix: str) -> None:
         super().__init__(targets)
         self._prefix = prefix
         self._file: Any = None
         self._pid = -1
+        self._discarded = False
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        # a lock another thread held at the fork would stay held in the child for ever
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         super().start()
@@ -301,32 +322,44 @@ class JournalRecorder(Recorder):
 
     def _write(self, entry: tuple[Any, ...]) -> None:
         with self._lock:
-            if self._pid != os.getpid():  # first write, or a forked child's
-                self._file = self.path().open("ab", buffering=0)
-                self._pid = os.getpid()
-                if entry[0] != _STARTED:
-                    self._file.write(pickle.dumps((_STARTED, os.environ.get(CASE_ENV, ""))))
-            self._file.write(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+            if self._discarded:
+                return
+            try:
+                if self._pid != os.getpid():  # first write, or a forked child's
+                    self._file = self.path().open("ab")
+                    self._pid = os.getpid()
+                    if entry[0] != _STARTED:
+                        self._file.write(pickle.dumps((_STARTED, os.environ.get(CASE_ENV, ""))))
+                self._file.write(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+                self._file.flush()  # a buffered file writes all of it, or raises
+            except OSError:
+                os._exit(70)  # EX_SOFTWARE
 
     def _begin(self, target: str, case: str, call: bytes | None) -> None:
-        if call is not None:
-            self._write((_BEGUN, target, case, call))
-
-    def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
-        try:
-            pickled = pickle.dumps(answer) if call is not None else None
-        except Exception:  # noqa: BLE001 - not copyable: the case always runs
-            pickled = None
-        if call is None or pickled is None:
+        if call is None:
             self._write((_UNRECORDABLE, target, case))
         else:
-            self._write((_ANSWERED, target, case, call, pickled))
+            self._write((_BEGUN, target, case, hashlib.sha256(call).digest(), call))
+
+    def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
+        if call is None:
+            return  # marked unrecordable as it began
+        try:
+            pickled: bytes | None = pickle.dumps(answer)
+        except Exception:  # noqa: BLE001 - not copyable: the case always runs
+            pickled = None
+        key = hashlib.sha256(call).digest()
+        if pickled is None:
+            self._write((_UNRECORDABLE, target, case))
+        else:
+            self._write((_ANSWERED, target, case, key, pickled))
 
     def discard(self) -> None:
-        """Stop, and remove this process's journal (its calls are recorded another way)."""
+        """Stop for good, and remove this process's journal (its calls are recorded another
+        way): a wrapper some code still holds calls the function and writes nothing."""
         self.stop()
         with self._lock:
+            self._discarded = True
             if self._pid == os.getpid():
                 self._file.close()
                 self.path().unlink(missing_ok=True)
-            self._pid = -1

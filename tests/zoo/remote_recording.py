@@ -3,8 +3,11 @@ reference run starts (tests/zoo/recording.py, `JournalRecorder`).
 
 The traced run's processes start coverage from the configuration tests/zoo_impact.py
 writes, which names this module as a plugin: coverage cannot start in a process without
-loading it, so every process whose lines the trace holds has recorded its calls too (that
-is what lets the self-test trust the records instead of those lines). Options, in the
+loading it, so every process the traced run started whose lines the trace holds kept a
+journal of its calls too (one that cannot write its journal ends before coverage saves
+anything). That is what lets the self-test trust the records instead of those lines, case
+by case. The run's own pytest process starts coverage the same way, and discards this
+recording for its in-memory one (tests/zoo/selection.py). Options, in the
 configuration's `[mcp_host_conformance.zoo.remote_recording]` section: `journal`, the path
 the journals start with, and `targets`, the functions to record, one a line.
 """
