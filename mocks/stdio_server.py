@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 
-# The stdio mock starts ~60 times a suite run: `typing` would add 8 ms of CPU to each
+# The stdio mock starts ~60 times a suite run: `typing` would add ~5 ms of CPU to each
 # start, and these modules use it in annotations only (strings, never evaluated).
 TYPE_CHECKING = False
 if TYPE_CHECKING:

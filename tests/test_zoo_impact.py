@@ -339,7 +339,7 @@ def test_a_process_journal_is_merged_and_selects_like_the_run_s_own_records(tmp_
     assert zoo_impact.selection(_client(cut_at_64), trace, records) == {"t.py::remote"}
 
 
-def test_a_case_whose_process_kept_no_journal_is_still_selected_by_its_lines(tmp_path):
+def test_a_case_no_process_of_which_kept_a_journal_is_still_selected_by_their_lines(tmp_path):
     records = _journal(tmp_path, {"t.py::other": [("ok",)]}, "t.py::other")
     path, body = _function_lines(naming.is_valid_name)
     trace = Trace(

@@ -212,9 +212,10 @@ def selection(
     """The cases to run against `client` (None: all of them). With the `records` of the
     traced run, a pure replacement (`@pure`) of a recorded pure function selects only the
     cases in which it answers a recorded call otherwise (tests/zoo/recording.py), and those
-    that executed the function in a process of their own (not recorded there)."""
+    that executed the function in a process of their own that kept no journal."""
+    records = Records() if records is None else records  # nothing recorded
     selected = trace.spawning()
-    recorded = records.targets() if records is not None else set()
+    recorded = records.targets()
     for seam in client.seams:
         lines = seam_lines(seam.target)
         if lines is None:
@@ -224,12 +225,12 @@ def selection(
             # by its answers, the lines count only where nothing was recorded: another
             # process that kept no journal
             cases = trace.executing(path, numbers, remote=by_answers)
-            if by_answers and records is not None:
+            if by_answers:
                 cases -= records.recorded_elsewhere
             if OUTSIDE in cases:
                 return None
             selected |= cases
-        if by_answers and records is not None:
+        if by_answers:
             replacement = seam.replacement(pkgutil.resolve_name(seam.target))
             cases = records.diverging(seam.target, replacement)
             if OUTSIDE in cases:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.mocks import stdio_server
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 from mcp_host_conformance.mocks.stdio_server import MAX_LINE_BYTES, StdioMock, StdioServer
 from tests.mocks.test_stdio_server import MINIMAL_ENV, Proc
@@ -152,11 +153,15 @@ def test_stdio_drop_close_ends_the_process_after_reading_the_call(tmp_path):
 
 
 def test_the_stdio_mock_never_imports_the_sdk_or_a_web_stack():
-    """`import mcp` costs ~0.4 s a start; the stdio mock's start path stays without it."""
+    """`import mcp` costs ~0.4 s a start, `typing` ~5 ms; the stdio mock's start path (run
+    without `site`, as StdioMock runs it) stays without them."""
     code = (
-        "import sys, mcp_host_conformance.mocks.stdio_server;"
-        "print([m for m in ('mcp', 'pydantic', 'httpx', 'httpx2', 'starlette', 'anyio')"
+        f"import sys; sys.path.insert(0, {stdio_server._ROOT!r});"
+        "import mcp_host_conformance.mocks.stdio_server;"
+        "print([m for m in ('mcp', 'pydantic', 'httpx', 'httpx2', 'starlette', 'anyio', 'typing')"
         " if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

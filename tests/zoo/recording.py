@@ -232,6 +232,14 @@ def _same_answer(replacement: Callable[..., Any], call: bytes, answer: bytes) ->
     return _same(first, expected) and _same(_answer(replacement, call), first)
 
 
+def _pickled(value: Any) -> bytes | None:
+    """`value` pickled, or None when it cannot be copied (its case then always runs)."""
+    try:
+        return pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure to copy means the same
+        return None
+
+
 class Recorder:
     """Wrappers of the pure targets that record each call under the running case."""
 
@@ -256,10 +264,7 @@ class Recorder:
         @functools.wraps(original)
         def recorded(*args: Any, **kwargs: Any) -> Any:
             case = os.environ.get(CASE_ENV, "")
-            try:
-                call: bytes | None = pickle.dumps((args, kwargs))
-            except Exception:  # noqa: BLE001 - not copyable: the case always runs
-                call = None
+            call = _pickled((args, kwargs))
             self._begin(target, case, call)
             try:
                 result = original(*args, **kwargs)
@@ -278,10 +283,7 @@ class Recorder:
         """A call is about to run (a journal notes it: its process may end inside it)."""
 
     def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
-        try:
-            pickled = pickle.dumps(answer) if call is not None else None
-        except Exception:  # noqa: BLE001 - not copyable: the case always runs
-            pickled = None
+        pickled = _pickled(answer) if call is not None else None
         with self._lock:
             if call is None or pickled is None:
                 self.records.unrecordable.setdefault(target, set()).add(case)
@@ -344,15 +346,11 @@ class JournalRecorder(Recorder):
     def _note(self, target: str, case: str, call: bytes | None, answer: tuple[str, Any]) -> None:
         if call is None:
             return  # marked unrecordable as it began
-        try:
-            pickled: bytes | None = pickle.dumps(answer)
-        except Exception:  # noqa: BLE001 - not copyable: the case always runs
-            pickled = None
-        key = hashlib.sha256(call).digest()
+        pickled = _pickled(answer)
         if pickled is None:
             self._write((_UNRECORDABLE, target, case))
         else:
-            self._write((_ANSWERED, target, case, key, pickled))
+            self._write((_ANSWERED, target, case, hashlib.sha256(call).digest(), pickled))
 
     def discard(self) -> None:
         """Stop for good, and remove this process's journal (its calls are recorded another
