@@ -116,6 +116,8 @@ class Reply:
 
 @dataclass
 class Tool:
+    """One tool a mock serves: its definition in `tools/list` and how `tools/call` answers."""
+
     name: str
     description: str = ""
     input_schema: Any = field(default_factory=lambda: dict(DEFAULT_SCHEMA))  # raw; MISSING omits it
@@ -303,6 +305,8 @@ class Misbehaviour:
 
 @dataclass
 class ServerSpec:
+    """What a mock MCP server serves (its tools, in pages or not) and how it misbehaves."""
+
     name: str = "mock"
     description: str = "A mock MCP server"
     tools: list[Tool] = field(default_factory=list)

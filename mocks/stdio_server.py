@@ -28,8 +28,9 @@ Also here, light enough to import anywhere: `StdioMock(spec, workdir)`, which wr
 spec file and names the journal and the command line, and `pid_alive` / `process_state`
 / `pids_in_group`, to check that a client reaped what it started (STDIO-5).
 
-Run: `python /abs/path/mocks/stdio_server.py --spec FILE --journal FILE [extra args...]`
-(extra args are accepted and only recorded).
+Run: `python -S /abs/path/mocks/stdio_entry.py --spec FILE --journal FILE [extra args...]`
+(extra args are accepted and only recorded), as `StdioMock.command` does; this file runs
+the same way, only with a slower start.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ from mcp_host_conformance.mocks.spec import (  # noqa: E402
     with_markers,
 )
 
-SCRIPT = os.path.abspath(__file__)
+# What StdioMock runs: a short script importing `main` from here (stdio_entry.py says why).
+SCRIPT = os.path.join(_HERE, "stdio_entry.py")
 MAX_LINE_BYTES = MAX_JSON_BYTES  # a longer line is refused (and skipped) unread
 LINGER_SECONDS = 300.0  # `linger`: how long a server whose stdin closed stays (if not killed)
 _FLOOD_CHUNK = b"E" * 65535 + b"\n"

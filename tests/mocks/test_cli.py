@@ -112,7 +112,7 @@ def test_serve_spec_file_and_stdio_lines(tmp_path):
         stdio = json.loads(proc.stdout.readline())
         mine = json.loads(proc.stdout.readline())
         assert isinstance(stdio["command"], list)
-        assert any(a.endswith("stdio_server.py") and os.path.exists(a) for a in stdio["command"])
+        assert any(a.endswith("stdio_entry.py") and os.path.exists(a) for a in stdio["command"])
         assert mine["name"] == "mine" and mine["url"].endswith("/mcp")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(5) == 0

@@ -152,16 +152,36 @@ def test_stdio_drop_close_ends_the_process_after_reading_the_call(tmp_path):
     assert os.path.exists(mock.journal_path)
 
 
-def test_the_stdio_mock_never_imports_the_sdk_or_a_web_stack():
-    """`import mcp` costs ~0.4 s a start, `typing` ~5 ms; the stdio mock's start path (run
-    without `site`, as StdioMock runs it) stays without them."""
+def test_the_stdio_mock_never_imports_the_sdk_or_a_web_stack(tmp_path):
+    """`import mcp` costs ~0.4 s a start, `typing` ~5 ms, `inspect` ~15 ms; the stdio mock's
+    real start (StdioMock.command: `python -S` and the entry script) loads none of them."""
+    mock = StdioMock(ServerSpec(name="lean", tools=[Tool("t", "d")]), tmp_path)
+    done = subprocess.run(
+        [mock.command[0], "-X", "importtime", *mock.command[1:]],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=MINIMAL_ENV,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "mcp_host_conformance.mocks.stdio_server" in imported, done.stderr[-2000:]
+    heavy = ("mcp", "pydantic", "httpx", "httpx2", "starlette", "anyio", "typing", "inspect")
+    assert not imported & set(heavy), sorted(imported & set(heavy))
+    assert len(mock.process_entries()) == 1
+
+
+def test_a_deferred_module_is_the_real_one_at_first_use():
+    """The stand-in the entry script binds `inspect` to imports it when first used."""
+    entry = os.path.dirname(stdio_server.SCRIPT)
     code = (
-        f"import sys; sys.path.insert(0, {stdio_server._ROOT!r});"
-        "import mcp_host_conformance.mocks.stdio_server;"
-        "print([m for m in ('mcp', 'pydantic', 'httpx', 'httpx2', 'starlette', 'anyio', 'typing')"
-        " if m in sys.modules])"
+        f"import sys; sys.path.insert(0, {entry!r}); import stdio_entry;"
+        "stdio_entry.defer('inspect'); import inspect; stand_in = inspect;"
+        "print(inspect.signature(len), sys.modules['inspect'] is not stand_in,"
+        " stand_in.isfunction is sys.modules['inspect'].isfunction)"
     )
     out = subprocess.run(
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
     )
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert out.stdout.split() == ["(obj,", "/)", "True", "True"], out.stdout + out.stderr
