@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=100)
@@ -27,3 +28,16 @@ settings.register_profile(
 )
 settings.register_profile("fuzz", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def selftest_runs(request, tmp_path_factory):
+    """The self-test's whole-suite runs (tests/test_zoo.py, tests/test_accepted_variants.py),
+    every selected one started from here, in one pool, when the first of them is needed."""
+    from tests import test_zoo  # imports the zoo and the suite: only when a self-test runs
+
+    runs = test_zoo.Runs(
+        test_zoo.selected_runs(request.session.items), tmp_path_factory.mktemp("zoo")
+    )
+    yield runs
+    runs.close()

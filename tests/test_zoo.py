@@ -15,20 +15,27 @@ runs exactly as against the reference. `ZOO_SELECT=all` runs the whole suite for
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
 together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases
-flaky), by one session fixture as soon as the first zoo test needs it; each parametrized
-test then waits for its own run. All zoo tests are in one xdist group, so under
-`-n 2 --dist loadgroup` one worker owns the pool and the other runs the rest of the
-project's tests. `-k NAME` runs only the selected clients.
+flaky), by one session fixture (`selftest_runs`, tests/conftest.py, shared with
+tests/test_accepted_variants.py) as soon as the first self-test needs it; each
+parametrized test then waits for its own run. The pool takes the traced reference runs
+first (every selected run waits on its reference), then the runs expected to take longest
+(their cases' durations in the reference run), so the self-test does not end on one long
+run alone. All self-tests are in one xdist group, so under `-n 2 --dist loadgroup` one
+worker owns the pool and the other runs the rest of the project's tests. `-k NAME` runs
+only the selected clients.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +117,56 @@ def test_broken_clients_are_well_formed():
         assert resolve_client(name) is client, (
             f"{name}: not found by --client through the zoo entry point"
         )
+
+
+# ---- the pool the runs share (fast) --------------------------------------------------------
+
+
+def test_the_pool_runs_the_highest_priority_first_and_cancels_the_rest_at_shutdown():
+    pool = Pool(1)
+    started, release, order = threading.Event(), threading.Event(), []
+
+    def blocker():
+        started.set()
+        release.wait(30)
+        return "blocker"
+
+    def job(label):
+        order.append(label)
+        return label
+
+    first = pool.submit(0, blocker)
+    assert started.wait(30)
+    futures = {p: pool.submit(p, lambda p=p: job(p)) for p in (1.0, TRACED, 2.5, WHOLE)}
+    failing = pool.submit(2.0, lambda: 1 / 0)
+    release.set()
+    assert first.result(30) == "blocker"
+    assert [futures[p].result(30) for p in (1.0, TRACED, 2.5, WHOLE)] == [1.0, TRACED, 2.5, WHOLE]
+    assert order == [TRACED, WHOLE, 2.5, 1.0]
+    assert isinstance(failing.exception(30), ZeroDivisionError)
+
+    pool = Pool(1)
+    started.clear()
+    release.clear()
+    running = pool.submit(0, blocker)
+    assert started.wait(30)
+    waiting = pool.submit(9, lambda: job("never"))
+    closing = threading.Thread(target=pool.shutdown)
+    closing.start()
+    release.set()
+    closing.join(30)
+    assert running.result(30) == "blocker" and waiting.cancelled() and "never" not in order
+    assert pool.submit(1, lambda: job("late")).cancelled()
+
+
+def test_expected_seconds_sums_the_reference_durations_of_the_cases(tmp_path):
+    report = {
+        "cases": [{"nodeid": "a.py::x", "duration": 1.5}, {"nodeid": "b.py::y", "duration": 2}]
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert expected_seconds(tmp_path, None) == 3.5
+    assert expected_seconds(tmp_path, {"b.py::y", "c.py::z"}) == 2
+    assert expected_seconds(tmp_path / "missing", {"a.py::x"}) == 0
 
 
 # ---- the suite against each client (slow: one whole suite run each) ------------------------
@@ -210,6 +267,7 @@ def run_suite(
 
 
 _READ: dict[Path, tuple[zoo_impact.Trace, zoo_impact.Records | None] | None] = {}
+_DURATIONS: dict[Path, dict[str, float]] = {}
 _READING = threading.Lock()
 
 
@@ -232,10 +290,77 @@ def _reference_trace(
         return _READ[reference_dir]
 
 
-def _selected_run(client: BrokenClient, reference_dir: Path, workdir: Path) -> Run:
-    traced = _reference_trace(reference_dir)
-    cases = None if traced is None else zoo_impact.selection(client, *traced)
-    return run_suite(client.name, workdir, cases=cases)
+def expected_seconds(reference_dir: Path, cases: set[str] | None) -> float:
+    """How long a run of `cases` (None: all) should take: their durations in the reference run's
+    report (0 without one). Only an order for the pool: nothing is timed by it."""
+    with _READING:
+        if reference_dir not in _DURATIONS:
+            report = reference_dir / "report.json"
+            try:
+                listed = json.loads(report.read_text())["cases"]
+                _DURATIONS[reference_dir] = {c["nodeid"]: float(c["duration"]) for c in listed}
+            except (OSError, ValueError, KeyError, TypeError):
+                _DURATIONS[reference_dir] = {}
+        durations = _DURATIONS[reference_dir]
+    if cases is None:
+        return sum(durations.values())
+    return sum(durations.get(case, 0.0) for case in cases)
+
+
+TRACED = float("inf")  # the traced reference runs go first: every selected run waits on one
+WHOLE = sys.float_info.max  # a whole-suite run of a client no trace selects for
+
+
+class Pool:
+    """`jobs` threads, each taking the waiting job of highest priority (submission order among
+    equals): the longest runs start first, so the last minutes are not one run alone."""
+
+    def __init__(self, jobs: int) -> None:
+        self._waiting: list[tuple[float, int, Future[Run], Callable[[], Run]]] = []
+        self._changed = threading.Condition()
+        self._order = itertools.count()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"zoo-{i}", daemon=True) for i in range(jobs)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, priority: float, job: Callable[[], Run]) -> Future[Run]:
+        future: Future[Run] = Future()
+        with self._changed:
+            if self._closed:
+                future.cancel()
+                return future
+            heapq.heappush(self._waiting, (-priority, next(self._order), future, job))
+            self._changed.notify()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._waiting and not self._closed:
+                    self._changed.wait()
+                if not self._waiting:
+                    return
+                _, _, future, job = heapq.heappop(self._waiting)
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Cancel what has not started, wait for what has."""
+        with self._changed:
+            self._closed = True
+            for _, _, future, _ in self._waiting:
+                future.cancel()
+            self._waiting.clear()
+            self._changed.notify_all()
+        for thread in self._threads:
+            thread.join()
 
 
 class Runs:
@@ -244,20 +369,22 @@ class Runs:
     broken client then runs the cases that execute its seams (tests/zoo_impact.py)."""
 
     def __init__(self, names: list[str], root: Path) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=max(1, JOBS), thread_name_prefix="zoo")
+        self.pool = Pool(max(1, JOBS))
         self.futures: dict[str, Future[Run]] = {}
         broken = {n: mcp_host_conformance.zoo.BROKEN.get(n) for n in names}
         if SELECT == "all":
             for n in names:
-                self.futures[n] = self.pool.submit(run_suite, n, root / n)
+                self.futures[n] = self.pool.submit(WHOLE, lambda n=n: run_suite(n, root / n))
             return
         bases = {REFERENCES[c.base] for c in broken.values() if c is not None}
         for ref in sorted(bases | {n for n in names if n in REFERENCES.values()}):
-            self.futures[ref] = self.pool.submit(run_suite, ref, root / ref, trace=True)
+            self.futures[ref] = self.pool.submit(
+                TRACED, lambda ref=ref: run_suite(ref, root / ref, trace=True)
+            )
         for n, client in broken.items():
             if client is None:
                 if n not in self.futures:
-                    self.futures[n] = self.pool.submit(run_suite, n, root / n)
+                    self.futures[n] = self.pool.submit(WHOLE, lambda n=n: run_suite(n, root / n))
                 continue
             ref = REFERENCES[client.base]
             self.futures[n] = self._after(self.futures[ref], client, root / ref, root / n)
@@ -266,12 +393,17 @@ class Runs:
         self, reference: Future[Run], client: BrokenClient, reference_dir: Path, workdir: Path
     ) -> Future[Run]:
         """`client`'s selected run, submitted to the pool once its reference run is done (no
-        worker waits for it meanwhile)."""
+        worker waits for it meanwhile), as early as its expected duration puts it."""
         result: Future[Run] = Future()
 
         def chain(_done: Future[Run]) -> None:
             try:
-                follow = self.pool.submit(_selected_run, client, reference_dir, workdir)
+                traced = _reference_trace(reference_dir)
+                cases = None if traced is None else zoo_impact.selection(client, *traced)
+                follow = self.pool.submit(
+                    expected_seconds(reference_dir, cases),
+                    lambda: run_suite(client.name, workdir, cases=cases),
+                )
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
                 result.set_exception(exc)
                 return
@@ -286,7 +418,7 @@ class Runs:
     def close(self) -> None:
         for future in self.futures.values():
             future.cancel()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown()
 
 
 def _settle(result: Future[Run], done: Future[Run]) -> None:
@@ -298,28 +430,33 @@ def _settle(result: Future[Run], done: Future[Run]) -> None:
         result.set_result(done.result())
 
 
+def variant_locator(name: str) -> str:
+    """How `--client` names an accepted variant (tests/test_accepted_variants.py)."""
+    return f"mcp_host_conformance.zoo.variants:{name.upper().replace('-', '_')}"
+
+
+def selected_runs(items: Iterable[pytest.Item]) -> list[str]:
+    """The client of every selected self-test (the zoo's and the accepted variants')."""
+    names = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        original = getattr(item, "originalname", None)
+        if original == "test_suite_fails_exactly":
+            names.append(params["name"])
+        elif original == "test_suite_fails_nothing":
+            names.append(variant_locator(params["name"]))
+    return names
+
+
 CLIENTS = [*sorted(mcp_host_conformance.zoo.BROKEN), *REFERENCES.values()]
-
-
-@pytest.fixture(scope="session")
-def suite_runs(request, tmp_path_factory):
-    selected = [
-        item.callspec.params["name"]
-        for item in request.session.items
-        if getattr(item, "originalname", None) == "test_suite_fails_exactly"
-        and hasattr(item, "callspec")
-    ]
-    runs = Runs(selected, tmp_path_factory.mktemp("zoo"))
-    yield runs
-    runs.close()
 
 
 @pytest.mark.selftest
 @pytest.mark.parametrize("name", CLIENTS)
-def test_suite_fails_exactly(name, suite_runs):
+def test_suite_fails_exactly(name, selftest_runs):
     """The requirement IDs failed against a broken client are exactly its `fails` set (and the
     reference client fails none)."""
-    run = suite_runs.get(name)
+    run = selftest_runs.get(name)
     assert run.report is not None, f"{name}: no JSON report (exit {run.returncode})\n{run.output}"
     client = mcp_host_conformance.zoo.BROKEN.get(name)
     expected = set() if client is None else set(client.fails)
