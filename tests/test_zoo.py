@@ -232,6 +232,10 @@ def run_suite(
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.json"
     env = _clean_env()
+    # One hypothesis storage for all the runs: hypothesis reads the constants of every local
+    # module at collection (an editable install is local), ~0.7 s of CPU a process, cached
+    # there by source hash; in each run's own directory, every run paid it again.
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(workdir.parent / ".hypothesis"))
     argv = [
         # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
         sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
