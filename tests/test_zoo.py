@@ -151,8 +151,11 @@ def test_the_pool_runs_the_highest_priority_first_and_cancels_the_rest_at_shutdo
     running = pool.submit(0, blocker)
     assert started.wait(30)
     waiting = pool.submit(9, lambda: job("never"))
+    cancelled = threading.Event()
+    waiting.add_done_callback(lambda _: cancelled.set())
     closing = threading.Thread(target=pool.shutdown)
     closing.start()
+    assert cancelled.wait(30)  # cancelled by the shutdown while the running job still runs
     release.set()
     closing.join(30)
     assert running.result(30) == "blocker" and waiting.cancelled() and "never" not in order
