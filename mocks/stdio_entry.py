@@ -43,7 +43,8 @@ class _OnFirstUse(ModuleType):
 
 
 def defer(name: str) -> None:
-    """Bind `name` to a stand-in importing it on first use (unless it is imported already)."""
+    """Bind `name`, a top-level module (`__import__` of a dotted name returns its package),
+    to a stand-in importing it on first use (unless it is imported already)."""
     sys.modules.setdefault(name, _OnFirstUse(name))
 
 
