@@ -83,12 +83,15 @@ def sealable() -> None:
         pytest.skip(f"this machine cannot seal a network: {reason}")
 
 
-def run_inside(*command: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_inside(
+    *command: str, extra: list[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*(extra or []), *SANDBOX, "--require", "--", *command],
         capture_output=True,
         text=True,
         timeout=BOUND,
+        env=env,
     )
 
 
@@ -160,14 +163,16 @@ def _running(pid: str) -> bool:
     return state != "Z"
 
 
-def test_the_machine_is_left_as_it_was(sealable):
+def test_the_machine_is_left_as_it_was(sealable, tmp_path):
     hosts_before = Path("/etc/hosts").read_bytes()
-    leftovers_before = set(Path(tempfile.gettempdir()).glob("mcphc-hosts-*"))
-    done = run_inside("cat", "/etc/hosts")
+    # a temp dir of its own: other runs on the machine (`tox p`) seal and unseal meanwhile
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    done = run_inside("cat", "/etc/hosts", env={**os.environ, "TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr
     assert "mcp.example.invalid" in done.stdout
     assert Path("/etc/hosts").read_bytes() == hosts_before
-    assert set(Path(tempfile.gettempdir()).glob("mcphc-hosts-*")) == leftovers_before
+    assert list(tmp.iterdir()) == []
 
 
 @pytest.mark.skipif(
