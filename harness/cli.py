@@ -2,8 +2,9 @@
 
 Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
 `pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
-in-process (no second interpreter start); the cases run in worker processes (pytest-xdist,
-twice the CPUs by default since they mostly wait; `--serial` for one at a time); the
+in-process (no second interpreter start); the cases run in worker processes forked from it
+after collection (harness/workers.py; twice the CPUs by default since they mostly wait;
+`--serial` for one at a time); the
 table, the JSON report, the baseline and the exit status all come from
 `mcp_host_conformance.harness.reporting`, so the command and a plain pytest invocation
 behave the same. `requirements` collects the same package (collect only) and reads each
@@ -60,9 +61,8 @@ NETWORK_AUTO = "auto"
 # start with every worker and could change how cases run. More can be named after `--`
 # (`-p NAME`).
 SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin")
-XDIST_PLUGIN = "xdist.plugin"
 # Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
-# than 8 only adds interpreter starts and collections (each worker collects the suite).
+# than 8 only adds hosts and mocks competing for the same cores.
 MIN_WORKERS = 2
 MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
@@ -155,7 +155,8 @@ def _parser() -> argparse.ArgumentParser:
         dest="workers",
         type=_workers,
         metavar="N",
-        help="run the cases in N worker processes at once (pytest-xdist); default "
+        help="run the cases in N worker processes at once (forked from the run after "
+        "collection, harness/workers.py); default "
         f"{default_workers()} here (twice the CPUs, {MIN_WORKERS} to {MAX_WORKERS}): cases "
         "mostly wait on timeouts and mocks, so more workers than cores overlap the waiting; "
         "0 runs them one at a time in this process",
@@ -221,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
 def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
     """The pytest arguments of `run`."""
     workers = default_workers() if options.workers is None else options.workers
-    args = [*plugin_args(xdist=workers > 0), "--pyargs", SUITE_PACKAGE]
+    args = [*plugin_args(), "--pyargs", SUITE_PACKAGE]
     if options.client:
         args += ["--client", options.client]
     if options.client_cmd:
@@ -239,16 +240,14 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
     if options.timeout_scale is not None:
         args += ["--timeout-scale", f"{options.timeout_scale:g}"]
     if workers:
-        # worksteal: case lengths differ by 50x, so an idle worker takes queued cases from a
-        # busy one instead of waiting at the end of a fixed share
-        args += ["-n", str(workers), "--dist", "worksteal"]
+        args += ["--workers", str(workers)]
     return args + list(extra)
 
 
-def plugin_args(*, xdist: bool) -> list[str]:
-    """pytest arguments loading only the suite's plugins (and xdist's, for workers)."""
-    plugins = [*SUITE_PLUGINS, *([XDIST_PLUGIN] if xdist else [])]
-    return ["--disable-plugin-autoload", *(a for p in plugins for a in ("-p", p))]
+def plugin_args() -> list[str]:
+    """pytest arguments loading only the suite's plugins (workers are the suite's own,
+    harness/workers.py: no pytest-xdist)."""
+    return ["--disable-plugin-autoload", *(a for p in SUITE_PLUGINS for a in ("-p", p))]
 
 
 def usable_cpus() -> int:
@@ -334,7 +333,7 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         status = pytest.main(
-            ["--collect-only", "-q", *plugin_args(xdist=False), "--pyargs", SUITE_PACKAGE, *extra],
+            ["--collect-only", "-q", *plugin_args(), "--pyargs", SUITE_PACKAGE, *extra],
             plugins=[collector],
         )
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -36,6 +36,7 @@ __all__ = [
     "client_adapter",
     "client_description",
     "close_client",
+    "forget_adapter",
     "described",
     "description_for_workers",
     "one_line",
@@ -165,6 +166,14 @@ def description_for_workers(config: pytest.Config) -> dict[str, Any] | None:
     """The description in the form a worker's `workerinput` carries, if known."""
     found = described(config)
     return None if found is None else dict(encode(found))
+
+
+def forget_adapter(config: pytest.Config) -> None:
+    """In a worker forked from the run (harness.workers): the parent's adapter is not this
+    process's (its driver process, its event-loop thread) and is neither used nor closed
+    here; the first case loads one of this process's own. The description stays."""
+    if _STATE in config.stash:
+        config.stash[_STATE].adapter = None
 
 
 def close_client(config: pytest.Config) -> None:

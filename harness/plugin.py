@@ -46,6 +46,9 @@ from mcp_host_conformance.harness.run_cleanup import (
     install_sigterm,
     restore_sigterm,
 )
+from mcp_host_conformance.harness.workers import add_option as add_workers_option
+from mcp_host_conformance.harness.workers import check_options as check_workers_options
+from mcp_host_conformance.harness.workers import pytest_runtestloop  # noqa: F401 - the hook
 
 GROUP: Final = "mcp-host-conformance"
 REPORTING: Final = "mcp-host-conformance-reporting"
@@ -72,6 +75,7 @@ _BROWSER = pytest.StashKey[Callable[[], None]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, "MCP host conformance")
+    add_workers_option(group)
     group.addoption(
         "--client",
         default=None,
@@ -130,6 +134,7 @@ def targets_suite(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    check_workers_options(config)
     for text in MARKERS.values():
         config.addinivalue_line("markers", text)
     if not config.pluginmanager.has_plugin(REPORTING):

@@ -32,7 +32,9 @@ __all__ = [
     "RunResources",
     "case_tmpdir",
     "children_of",
+    "forked",
     "install_sigterm",
+    "remove_roots_of",
     "restore_sigterm",
 ]
 
@@ -98,7 +100,7 @@ class RunResources:
         with self._lock:
             if self._root is None or not self._root.is_dir():
                 self._root = Path(
-                    tempfile.mkdtemp(prefix=f"mcphc-run-{os.getpid()}-", dir=case_tmpdir())
+                    tempfile.mkdtemp(prefix=_root_prefix(os.getpid()), dir=case_tmpdir())
                 )
             return self._root
 
@@ -119,6 +121,14 @@ class RunResources:
     def tracked(self) -> tuple[Path | None, frozenset[Path], frozenset[int]]:
         with self._lock:
             return self._root, frozenset(self._paths), frozenset(self._groups)
+
+    def forget(self) -> None:
+        """Track nothing, removing nothing: in a forked worker, whose parent owns what it
+        inherited (the worker's own temp root and groups come next, on first use)."""
+        self._lock = threading.Lock()  # a parent's thread may have held it at the fork
+        self._root = None
+        self._paths = set()
+        self._groups = set()
 
     def cleanup(self) -> None:
         """Kill every tracked process group, remove every tracked path and the run root."""
@@ -143,11 +153,32 @@ class RunResources:
                     pass
 
 
+def _root_prefix(pid: int) -> str:
+    return f"mcphc-run-{pid}-"
+
+
+def remove_roots_of(pid: int) -> None:
+    """Remove the run roots a process made and could not remove itself (a worker that died
+    mid-case, harness.workers): its cases' HOMEs, journals and logs."""
+    base = Path(case_tmpdir() or tempfile.gettempdir())
+    for root in base.glob(f"{_root_prefix(pid)}*"):
+        if root.is_dir() and not root.is_symlink():
+            shutil.rmtree(root, ignore_errors=True)
+
+
 RESOURCES: Final = RunResources()
 atexit.register(RESOURCES.cleanup)
 
 _terminating = threading.Event()
 _EXIT_ON_SECOND_SIGTERM: Final = 128 + signal.SIGTERM
+
+
+def forked() -> None:
+    """In a process forked from a run (harness.workers): this registry starts empty, and a
+    SIGTERM is this process's first."""
+    global _terminating
+    RESOURCES.forget()
+    _terminating = threading.Event()
 
 
 def on_sigterm(signum: int, frame: FrameType | None) -> None:

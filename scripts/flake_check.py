@@ -3,7 +3,7 @@
 
 Usage: python scripts/flake_check.py [--runs 20] [--workers N] [--client NAME] [-- PYTEST ARGS]
 
-Each run is `pytest --pyargs mcp_host_conformance.conformance -n WORKERS -p randomly
+Each run is `pytest --pyargs mcp_host_conformance.conformance --workers WORKERS -p randomly
 --randomly-seed SEED --report-json FILE` in a subprocess (seed printed, so a run can be
 replayed). After each run:
 
@@ -20,7 +20,7 @@ replayed). After each run:
 
 Outcomes come from the JSON report (docs/report-schema.md): a case whose outcome is not the
 same in every run that produced a report (or that is missing from one) is flaky; a run that
-produced no report at all (xdist INTERNALERROR, collection error) counts as a broken run
+produced no report at all (an internal error, a collection error) counts as a broken run
 and its output is kept in $TMPDIR/flake-check-run-N-seed-S.log. Leftovers are reported, then
 killed/removed so the next run starts clean. Exit status 0 only when no case is flaky, no
 run left anything behind and every run ended within its bound; 1 otherwise.
@@ -228,9 +228,7 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
         "--pyargs",
         "mcp_host_conformance.conformance",
         "-q",
-        "-p",
-        "xdist",
-        "-n",
+        "--workers",
         str(args.workers),
         "-p",
         "randomly",
@@ -267,7 +265,7 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
         data = json.loads(report.read_text())
         run.outcomes = {case["id"]: case["outcome"] for case in data["cases"]}
     else:
-        # No report: the run broke (collection error, xdist INTERNALERROR, timeout). Keep its
+        # No report: the run broke (collection error, internal error, timeout). Keep its
         # output for diagnosis; its cases are not counted as flaky one by one.
         run.log = Path(tempfile.gettempdir()) / f"flake-check-run-{number}-seed-{run.seed}.log"
         run.log.write_text(output)
@@ -360,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers",
         type=int,
         default=default_workers(),
-        help="xdist processes (default: as `mcp-host-conformance run`, twice the CPUs)",
+        help="worker processes (default: as `mcp-host-conformance run`, twice the CPUs)",
     )
     parser.add_argument("--client", help="client under test (default: the reference client)")
     parser.add_argument(

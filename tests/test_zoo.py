@@ -242,7 +242,7 @@ def run_suite(
     argv = [
         # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
         sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
-        sys.executable, "-m", "pytest", *cli.plugin_args(xdist=False),
+        sys.executable, "-m", "pytest", *cli.plugin_args(),
         # the node IDs the selection names, whichever modules are collected
         "--rootdir", os.path.dirname(suite.__file__),
         "--pyargs", *_modules(cases), "--client", name, "--strict",

@@ -61,7 +61,7 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
     )
     assert status == 1
     assert seen["args"] == [
-        *cli.plugin_args(xdist=True),
+        *cli.plugin_args(),
         "--pyargs",
         "mcp_host_conformance.conformance",
         "--client-cmd",
@@ -74,10 +74,8 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
         "--run-slow",
         "--timeout-scale",
         "2.5",
-        "-n",
+        "--workers",
         "2",
-        "--dist",
-        "worksteal",
         "-k",
         "approval",
         "-x",
@@ -92,10 +90,10 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     assert cli.main(["run"]) == 0
     workers = str(cli.default_workers())
     assert seen["args"] == [
-        *cli.plugin_args(xdist=True),
+        *cli.plugin_args(),
         "--pyargs",
         "mcp_host_conformance.conformance",
-        *("-n", workers, "--dist", "worksteal"),
+        *("--workers", workers),
     ]
 
 
@@ -106,17 +104,17 @@ def test_serial_runs_in_this_process(monkeypatch, argv):
         pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
     )
     assert cli.main(["run", *argv]) == 0
-    assert seen["args"] == [*cli.plugin_args(xdist=False), "--pyargs", SUITE]
+    assert seen["args"] == [*cli.plugin_args(), "--pyargs", SUITE]
 
 
 def test_a_run_loads_only_the_suites_plugins():
-    """No plugin of the environment starts with the run (a host project's own, respx's); the
-    suite's plugin and hypothesis's are named, and xdist's only for workers."""
-    serial, workers = cli.plugin_args(xdist=False), cli.plugin_args(xdist=True)
-    assert serial[0] == workers[0] == "--disable-plugin-autoload"
-    named = serial[2::2]
-    assert named == ["mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin"]
-    assert workers == [*serial, "-p", "xdist.plugin"]
+    """No plugin of the environment starts with the run (a host project's own, respx's,
+    pytest-xdist's: the workers are the suite's own); the suite's plugin and hypothesis's are
+    named."""
+    args = cli.plugin_args()
+    assert args[0] == "--disable-plugin-autoload"
+    assert args[1::2] == ["-p", "-p"]
+    assert args[2::2] == ["mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin"]
 
 
 def test_default_workers_overlap_waiting_cases_within_bounds(monkeypatch):

@@ -124,7 +124,7 @@ def _leftovers(directory: Path) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("workers", [["--serial"], ["-n", "1"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize("workers", [["--serial"], ["-n", "1"]], ids=["one-process", "workers"])
 def test_sigterm_to_a_real_run_leaves_nothing_behind(workers: list[str], tmp_path: Path) -> None:
     cases = tmp_path / "cases"
     cases.mkdir()
