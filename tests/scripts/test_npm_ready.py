@@ -6,6 +6,7 @@ does, and can be told to fail or to wait for the test before it finishes.
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -101,7 +102,8 @@ def test_a_second_caller_waits_for_the_first_and_installs_nothing(prefix, tmp_pa
     os.mkfifo(gate)
     env = {**os.environ, "FAKE_NPM_GATE": str(gate)}
     command = [sys.executable, str(_PATH), str(prefix)]
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    # each in a group of its own: a failing check kills its fake npm too, not only itself
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
     second = None
     try:
         started = Path(f"{tmp_path / 'npm.log'}.started")
@@ -109,7 +111,9 @@ def test_a_second_caller_waits_for_the_first_and_installs_nothing(prefix, tmp_pa
         while not started.exists():  # the first is inside `npm ci`, holding the lock
             assert first.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
-        second = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        second = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         while not _blocked_on_lock(prefix / npm_ready.LOCK):
             assert second.poll() is None, "the second caller did not wait for the lock"
             assert time.monotonic() < deadline
@@ -123,6 +127,9 @@ def test_a_second_caller_waits_for_the_first_and_installs_nothing(prefix, tmp_pa
         assert len(calls(prefix)) == 1
     finally:
         for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
+            if proc is not None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 proc.wait()
