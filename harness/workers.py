@@ -102,9 +102,14 @@ def _send(sock: socket.socket, message: Any) -> None:
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
+    """`size` bytes, or None when the other side ended (a reset too: a worker killed with a
+    reply unread)."""
     chunks = []
     while size:
-        chunk = sock.recv(min(size, 1 << 20))
+        try:
+            chunk = sock.recv(min(size, 1 << 20))
+        except OSError:
+            return None
         if not chunk:
             return None
         chunks.append(chunk)
@@ -216,7 +221,10 @@ class _Parent:
             index = _NONE if self._stopping() or not self.queue else self.queue.popleft()
             if index != _NONE:
                 worker.held.append(index)
-            worker.sock.sendall(_HEADER.pack(index & 0xFFFFFFFF))
+            try:
+                worker.sock.sendall(_HEADER.pack(index & 0xFFFFFFFF))
+            except OSError:  # it is ending: its end of stream comes next, the case goes back
+                pass
         elif kind == "logstart":
             index, nodeid, location = rest
             worker.started.add(index)
