@@ -14,9 +14,17 @@ protocol, and sends its reports (`pytest_report_to_serializable`, as xdist does)
 to the parent, which replays them to its own hooks: the terminal, the JSON report, `-x` and
 the exit status are the parent's, as in a serial run. A worker that dies mid-case (a crash, a
 kill) fails that case with the reason, the case it held next goes back to the queue and a new
-worker takes its place (at most N times a run). Ctrl-C reaches the workers (they stay in the
-run's process group) and SIGTERM is forwarded to them (run_cleanup): each tears its fixtures
-down and ends; the parent waits for them, bounded, then kills what is left.
+worker takes its place (at most N times a run).
+
+Interruption is the parent's to decide: a worker ignores Ctrl-C's SIGINT (a Python handler,
+so what it starts gets the default back at exec) and stops when the parent sends it
+_INTERRUPT, once it has stopped itself (Ctrl-C, SIGTERM, an error of its own): the worker's
+running case gets KeyboardInterrupt, as in a serial run, its fixtures are torn down and it
+ends; the parent waits for that, bounded, then kills what is left and removes its run root.
+A SIGTERM to a conformance run is also forwarded to the workers at once (run_cleanup), with
+the same effect. The parent holds SIGINT and SIGTERM back while it forks and registers a
+worker, so no signal finds a worker it does not know of (one forked just after Ctrl-C
+never got the terminal's SIGINT).
 
 Reset in a worker right after the fork, as each is this process's own: the client's adapter
 (the parent's may be a driver process it described the client with; the worker loads its
@@ -38,6 +46,7 @@ import traceback
 import warnings
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -50,6 +59,9 @@ _NONE: Final = -1  # "no case for you": the queue is empty or the run stops
 # After Ctrl-C or SIGTERM: how long the workers get to tear their cases down before SIGTERM,
 # then before SIGKILL (the fixtures stop hosts and mocks within their own bounds).
 _UNWIND_SECONDS: Final = 30.0
+_INTERRUPT: Final = signal.SIGUSR2  # parent -> worker: the run is interrupted
+_HELD_BACK: Final = (signal.SIGINT, signal.SIGTERM)
+_unwinding = False  # in a worker: it is stopping already, a second interruption is not news
 
 
 class WorkerCrashed(Exception):
@@ -166,20 +178,24 @@ class _Parent:
             capman.stop_global_capturing()  # pending output goes out once, from here
         sys.stdout.flush()
         sys.stderr.flush()
-        with warnings.catch_warnings():
-            # Python 3.12+ warns of fork() beside threads (the DNS stub, a driver's readers):
-            # the worker never uses them or anything they hold
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:
-            parent_end.close()
-            for other in self.workers.values():
-                other.sock.close()
-            _Child(self.session, child_end, number).run()  # never returns
-        child_end.close()
+        with _held_back() as handlers:
+            with warnings.catch_warnings():
+                # Python 3.12+ warns of fork() beside threads (the DNS stub, a driver's
+                # readers): the worker never uses them or anything they hold
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:
+                try:
+                    parent_end.close()
+                    for other in self.workers.values():
+                        other.sock.close()
+                    _Child(self.session, child_end, number, handlers).run()
+                finally:
+                    os._exit(3)  # whatever happened, never back into the parent's code
+            child_end.close()
+            self.workers[parent_end.fileno()] = _Worker(pid, parent_end)
         if capman is not None:
             capman.start_global_capturing()
-        self.workers[parent_end.fileno()] = _Worker(pid, parent_end)
 
     def _serve(self) -> None:
         import selectors
@@ -288,17 +304,55 @@ class _Parent:
         for worker in self.workers.values():
             worker.sock.close()  # a worker waiting for its next case gets none
         self.workers.clear()
-        for signum in (None, signal.SIGTERM, signal.SIGKILL):
-            if signum is not None:
-                for pid in pids:
-                    try:
-                        os.kill(pid, signum)
-                    except ProcessLookupError:
-                        pass
-            deadline = time.monotonic() + (_UNWIND_SECONDS if signum != signal.SIGKILL else 5)
-            pids = [pid for pid in pids if not _reaped_by(pid, deadline)]
-            if not pids:
-                return
+        _signal_all(pids, _INTERRUPT)
+        deadline = time.monotonic() + _UNWIND_SECONDS
+        stuck = [pid for pid in pids if not _reaped_by(pid, deadline)]
+        if not stuck:
+            return
+        from mcp_host_conformance.harness.run_cleanup import remove_roots_of
+
+        _signal_all(stuck, signal.SIGKILL)
+        deadline = time.monotonic() + _UNWIND_SECONDS
+        for pid in stuck:
+            _reaped_by(pid, deadline)
+            remove_roots_of(pid)  # killed: what its cases made is ours to remove
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def _held_back() -> Iterator[dict[int, Any]]:
+    """SIGINT and SIGTERM recorded, not acted on, inside the block, then delivered again;
+    the handlers they had, for a worker to put back."""
+    pending: list[int] = []
+    handlers: dict[int, Any] = {signum: signal.getsignal(signum) for signum in _HELD_BACK}
+
+    def hold(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    for held in _HELD_BACK:
+        signal.signal(held, hold)
+    try:
+        yield handlers
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        for number in pending:
+            os.kill(os.getpid(), number)  # its own handler runs now
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    """A worker's _INTERRUPT handler: the running case gets KeyboardInterrupt, once."""
+    global _unwinding
+    if not _unwinding:
+        _unwinding = True
+        raise KeyboardInterrupt("the run was interrupted")
 
 
 def _reaped_by(pid: int, deadline: float) -> bool:
@@ -394,18 +448,31 @@ class _Forwarder:
 
 
 class _Child:
-    def __init__(self, session: pytest.Session, sock: socket.socket, number: int) -> None:
+    def __init__(
+        self,
+        session: pytest.Session,
+        sock: socket.socket,
+        number: int,
+        handlers: dict[int, Any],
+    ) -> None:
         self.session = session
         self.config = session.config
         self.sock = sock
         self.number = number
+        self.handlers = handlers
 
     def run(self) -> None:
+        global _unwinding
         status = 0
         try:
+            # the parent decides when the run stops: the terminal's Ctrl-C is its to handle
+            signal.signal(signal.SIGINT, lambda signum, frame: None)
+            signal.signal(signal.SIGTERM, self.handlers[signal.SIGTERM])  # forwarded: stop
+            signal.signal(_INTERRUPT, _interrupted)
             self._become_worker()
             self._run_cases()
         except KeyboardInterrupt:
+            _unwinding = True
             status = 2
             self._tear_down()
         except BaseException:  # noqa: BLE001 - the parent says so; the worker must end

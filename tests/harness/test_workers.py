@@ -263,7 +263,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree):
+@pytest.mark.parametrize("to", ["group", "parent"])
+def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
+    """Ctrl-C (SIGINT to the whole group) or a SIGINT to the run alone (as a worker forked
+    just after Ctrl-C sees it): the run interrupts its workers itself."""
     pytester, out = tree
     pytester.makepyfile(test_interrupted=INTERRUPTED)
     proc = subprocess.Popen(
@@ -281,7 +284,10 @@ def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree):
         while not notes(out):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
             time.sleep(0.01)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
+        if to == "group":
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        else:
+            os.kill(proc.pid, signal.SIGINT)
         output, _ = proc.communicate(timeout=BOUND)
     finally:
         if proc.poll() is None:
