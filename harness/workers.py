@@ -17,14 +17,17 @@ kill) fails that case with the reason, the case it held next goes back to the qu
 worker takes its place (at most N times a run).
 
 Interruption is the parent's to decide: a worker ignores Ctrl-C's SIGINT (a Python handler,
-so what it starts gets the default back at exec) and stops when the parent sends it
-_INTERRUPT, once it has stopped itself (Ctrl-C, SIGTERM, an error of its own): the worker's
-running case gets KeyboardInterrupt, as in a serial run, its fixtures are torn down and it
+so what it starts gets the default back at exec) and stops when the parent, having stopped
+itself (Ctrl-C, SIGTERM, an error of its own), writes to the worker's interrupt pipe, or when
+that pipe ends (the parent died): a thread of the worker's waiting on the pipe sends
+_INTERRUPT to the worker's main thread itself, because a signal sent to the process may be
+taken by any of its threads and then never wakes a main thread blocked in a wait (seen: a
+case waiting on an Event slept through SIGTERM and SIGUSR2 alike). The running case gets
+KeyboardInterrupt, once, as in a serial run; the worker's fixtures are torn down and it
 ends; the parent waits for that, bounded, then kills what is left and removes its run root.
-A SIGTERM to a conformance run is also forwarded to the workers at once (run_cleanup), with
-the same effect. The parent holds SIGINT and SIGTERM back while it forks and registers a
-worker, so no signal finds a worker it does not know of (one forked just after Ctrl-C
-never got the terminal's SIGINT).
+A SIGTERM a worker gets (run_cleanup forwards a conformance run's to its children) does the
+same. The parent holds SIGINT and SIGTERM back while it forks and registers a worker, so no
+signal finds a worker it does not know of.
 
 Reset in a worker right after the fork, as each is this process's own: the client's adapter
 (the parent's may be a driver process it described the client with; the worker loads its
@@ -41,6 +44,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -145,6 +149,7 @@ def _receive(sock: socket.socket) -> Any:
 class _Worker:
     pid: int
     sock: socket.socket
+    interrupt: int  # the write end of its interrupt pipe
     held: list[int] = field(default_factory=list)  # handed out, not finished: running first
     started: set[int] = field(default_factory=set)  # held cases whose logstart arrived
 
@@ -173,12 +178,13 @@ class _Parent:
 
     def _fork(self, number: int) -> None:
         parent_end, child_end = socket.socketpair()
+        interrupt_read, interrupt_write = os.pipe()
         capman = self.config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
             capman.stop_global_capturing()  # pending output goes out once, from here
         sys.stdout.flush()
         sys.stderr.flush()
-        with _held_back() as handlers:
+        with _held_back():
             with warnings.catch_warnings():
                 # Python 3.12+ warns of fork() beside threads (the DNS stub, a driver's
                 # readers): the worker never uses them or anything they hold
@@ -187,13 +193,16 @@ class _Parent:
             if pid == 0:
                 try:
                     parent_end.close()
+                    os.close(interrupt_write)
                     for other in self.workers.values():
                         other.sock.close()
-                    _Child(self.session, child_end, number, handlers).run()
+                        os.close(other.interrupt)  # else its pipe would not end with the run
+                    _Child(self.session, child_end, number, interrupt_read).run()
                 finally:
                     os._exit(3)  # whatever happened, never back into the parent's code
             child_end.close()
-            self.workers[parent_end.fileno()] = _Worker(pid, parent_end)
+            os.close(interrupt_read)
+            self.workers[parent_end.fileno()] = _Worker(pid, parent_end, interrupt_write)
         if capman is not None:
             capman.start_global_capturing()
 
@@ -262,6 +271,7 @@ class _Parent:
     def _ended(self, worker: _Worker) -> None:
         del self.workers[worker.sock.fileno()]
         worker.sock.close()
+        os.close(worker.interrupt)
         status = _reap(worker.pid)
         if status:  # it could not remove what its cases made
             from mcp_host_conformance.harness.run_cleanup import remove_roots_of
@@ -303,8 +313,12 @@ class _Parent:
         pids = [worker.pid for worker in self.workers.values()]
         for worker in self.workers.values():
             worker.sock.close()  # a worker waiting for its next case gets none
+            try:
+                os.write(worker.interrupt, b"!")
+            except OSError:  # it has ended: its reading end is gone
+                pass
+            os.close(worker.interrupt)
         self.workers.clear()
-        _signal_all(pids, _INTERRUPT)
         deadline = time.monotonic() + _UNWIND_SECONDS
         stuck = [pid for pid in pids if not _reaped_by(pid, deadline)]
         if not stuck:
@@ -327,9 +341,8 @@ def _signal_all(pids: list[int], signum: int) -> None:
 
 
 @contextmanager
-def _held_back() -> Iterator[dict[int, Any]]:
-    """SIGINT and SIGTERM recorded, not acted on, inside the block, then delivered again;
-    the handlers they had, for a worker to put back."""
+def _held_back() -> Iterator[None]:
+    """SIGINT and SIGTERM recorded, not acted on, inside the block, then delivered again."""
     pending: list[int] = []
     handlers: dict[int, Any] = {signum: signal.getsignal(signum) for signum in _HELD_BACK}
 
@@ -339,7 +352,7 @@ def _held_back() -> Iterator[dict[int, Any]]:
     for held in _HELD_BACK:
         signal.signal(held, hold)
     try:
-        yield handlers
+        yield
     finally:
         for number, handler in handlers.items():
             signal.signal(number, handler)
@@ -347,8 +360,19 @@ def _held_back() -> Iterator[dict[int, Any]]:
             os.kill(os.getpid(), number)  # its own handler runs now
 
 
+def _watch_interrupt(pipe: int, main_thread: int) -> None:
+    """A worker's thread: when the parent writes to the pipe or ends, interrupt the main
+    thread (a signal to that thread, not to the process: see the module comment)."""
+    try:
+        os.read(pipe, 1)
+    except OSError:
+        pass
+    signal.pthread_kill(main_thread, _INTERRUPT)
+
+
 def _interrupted(signum: int, frame: Any) -> None:
-    """A worker's _INTERRUPT handler: the running case gets KeyboardInterrupt, once."""
+    """A worker's _INTERRUPT and SIGTERM handler: the running case gets KeyboardInterrupt,
+    once."""
     global _unwinding
     if not _unwinding:
         _unwinding = True
@@ -453,13 +477,13 @@ class _Child:
         session: pytest.Session,
         sock: socket.socket,
         number: int,
-        handlers: dict[int, Any],
+        interrupt: int,
     ) -> None:
         self.session = session
         self.config = session.config
         self.sock = sock
         self.number = number
-        self.handlers = handlers
+        self.interrupt = interrupt
 
     def run(self) -> None:
         global _unwinding
@@ -467,8 +491,14 @@ class _Child:
         try:
             # the parent decides when the run stops: the terminal's Ctrl-C is its to handle
             signal.signal(signal.SIGINT, lambda signum, frame: None)
-            signal.signal(signal.SIGTERM, self.handlers[signal.SIGTERM])  # forwarded: stop
+            signal.signal(signal.SIGTERM, _interrupted)
             signal.signal(_INTERRUPT, _interrupted)
+            threading.Thread(
+                target=_watch_interrupt,
+                args=(self.interrupt, threading.get_ident()),
+                name="worker interrupt",
+                daemon=True,
+            ).start()
             self._become_worker()
             self._run_cases()
         except KeyboardInterrupt:

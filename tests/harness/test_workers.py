@@ -263,10 +263,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize("to", ["group", "parent"])
+@pytest.mark.parametrize("to", ["group", "parent", "parent-killed"])
 def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
     """Ctrl-C (SIGINT to the whole group) or a SIGINT to the run alone (as a worker forked
-    just after Ctrl-C sees it): the run interrupts its workers itself."""
+    just after Ctrl-C sees it): the run interrupts its workers itself; and a run killed
+    outright leaves no worker running cases on its own."""
     pytester, out = tree
     pytester.makepyfile(test_interrupted=INTERRUPTED)
     proc = subprocess.Popen(
@@ -287,13 +288,15 @@ def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
         if to == "group":
             os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
         else:
-            os.kill(proc.pid, signal.SIGINT)
+            os.kill(proc.pid, signal.SIGKILL if to == "parent-killed" else signal.SIGINT)
         output, _ = proc.communicate(timeout=BOUND)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
+    # (the output ends when the last worker has: they hold the same pipe)
+    expected = -signal.SIGKILL if to == "parent-killed" else pytest.ExitCode.INTERRUPTED
+    assert proc.returncode == expected, output
     seen = notes(out)
     waiting = [pid for what, pid, _ in seen if what == "waiting"]
     torn_down = [pid for what, pid, _ in seen if what == "torn-down"]
