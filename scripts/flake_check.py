@@ -373,7 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     print(
-        f"flake check: {args.runs} runs of the conformance suite, -n {args.workers}, random order"
+        f"flake check: {args.runs} runs of the conformance suite, --workers {args.workers}, "
+        "random order"
     )
     runs = []
     for number in range(1, args.runs + 1):
