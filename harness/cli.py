@@ -4,10 +4,9 @@ Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` 
 `pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
 in-process (no second interpreter start); the cases run in worker processes forked from it
 after collection (harness/workers.py; twice the CPUs by default since they mostly wait;
-`--serial` for one at a time); the
-table, the JSON report, the baseline and the exit status all come from
-`mcp_host_conformance.harness.reporting`, so the command and a plain pytest invocation
-behave the same. `requirements` collects the same package (collect only) and reads each
+`--serial` for one at a time); the table, the JSON report, the baseline and the exit status
+all come from `mcp_host_conformance.harness.reporting`, so the command and a plain pytest
+invocation behave the same. `requirements` collects the same package (collect only) and reads each
 case's `requirements` marker, so the coverage it shows is the one a run would have.
 `baseline` writes an expected-failures file from a JSON report. Building the pytest
 arguments and rendering the listing are pure functions; only `main` touches pytest and the

@@ -7,8 +7,9 @@ process groups of driver commands. `cleanup()` is idempotent and runs at interpr
 
 Signals: Ctrl-C makes pytest unwind (fixtures torn down, clients stopped, mocks closed, the
 summary printed). `on_sigterm` makes SIGTERM do exactly the same: the first SIGTERM is
-forwarded to this process's children (pytest-xdist workers, so they unwind too) and raised
-as KeyboardInterrupt in the main thread; a second one cleans up at once and exits 143.
+forwarded to this process's children (its workers, forked or pytest-xdist's, so they unwind
+too) and raised as KeyboardInterrupt in the main thread; a second one cleans up at once and
+exits 143.
 Without it, SIGTERM killed the run on the spot and left HOMEs with `servers.json`, session
 logs, journals and CA files in /dev/shm and /tmp.
 """
