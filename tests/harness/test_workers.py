@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp_host_conformance.mocks.stdio_server import process_state
+
 pytest_plugins = ["pytester"]
 
 BOUND = 60.0
@@ -224,7 +226,7 @@ def test_a_failure_with_x_stops_handing_out_cases(tree):
     result.stdout.fnmatch_lines(["*stopping after * failures*"])
 
 
-def test_collect_only_and_no_cases_do_not_fork(tree):
+def test_collect_only_no_cases_and_wrong_options(tree):
     pytester, out = tree
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     run(pytester, "--workers", "2", "--collect-only").stdout.fnmatch_lines(["*test_one*"])
@@ -262,14 +264,6 @@ PYTEST_WITH_CTRL_C = (
     "signal.signal(signal.SIGINT, signal.default_int_handler); "
     "sys.exit(pytest.main(sys.argv[1:]))"
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("to", ["group", "parent", "parent-killed"])
@@ -314,6 +308,6 @@ def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
     assert len(waiting) < 4, seen  # interrupted: the cases held next never ran
     # a worker closes its output a moment before it is gone (and orphaned, reaped by another)
     deadline = time.monotonic() + BOUND
-    while any(_alive(int(pid)) for pid in waiting):
+    while any(process_state(int(pid)) == "running" for pid in waiting):
         assert time.monotonic() < deadline, f"a worker outlived its run: {seen}"
         time.sleep(0.01)
