@@ -32,8 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import re
 import ssl
+import sys
+import threading
 from collections.abc import AsyncIterator, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,15 +73,47 @@ CREDENTIALS_REJECTED = (
 )
 
 
+class _TrustOnFirstHandshake(ssl.SSLContext):
+    """A verifying context (as `ssl.create_default_context`) that loads certifi's bundle and
+    the system store on its first TLS handshake, not when made.
+
+    Why: the model client and every server transport need a context when they are built,
+    most hosts talk plain HTTP to a local model and local servers, and the two loads cost
+    ~0.1 s of CPU, most of a restarted host's start beyond its imports. Verification is the
+    same: nothing is wrapped before the stores are loaded (NET-2)."""
+
+    _loaded = False
+    _loading = threading.Lock()
+
+    def _load_stores(self) -> None:
+        with self._loading:
+            if not self._loaded:
+                self.load_verify_locations(cafile=certifi.where())
+                self.load_default_certs()
+                self._loaded = True
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self._load_stores()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self._load_stores()
+        return super().wrap_bio(*args, **kwargs)
+
+
 @functools.lru_cache(maxsize=8)
 def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
     """Certificate verification on (NET-2): certifi + system store + an extra CA file.
 
-    Cached: loading the CA bundles costs tens of milliseconds of CPU on the event loop, which
-    would otherwise come out of every server's connect timeout, one server after another.
+    Cached, and certifi and the system store are loaded on the first handshake
+    (`_TrustOnFirstHandshake`): loading them costs tens of milliseconds of CPU on the event
+    loop, once a process, not once a server. The extra CA file is loaded now, so a file that
+    cannot be used is reported as such.
     """
-    context = ssl.create_default_context(cafile=certifi.where())
-    context.load_default_certs()
+    context = _TrustOnFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostname checked
+    keylog = os.environ.get("SSLKEYLOGFILE")  # as ssl.create_default_context
+    if keylog and not sys.flags.ignore_environment:
+        context.keylog_filename = keylog
     if ca_file is not None:
         try:
             context.load_verify_locations(cafile=str(ca_file))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +13,11 @@ from mcp_host_conformance.mocks.http_server import HttpMock
 from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool
 from mcp_host_conformance.reference_client.rpc import RpcSession
 from mcp_host_conformance.reference_client.transports import MessageTooLarge, TransportError
-from mcp_host_conformance.reference_client.transports.http import HttpTransport, sse_messages
+from mcp_host_conformance.reference_client.transports.http import (
+    HttpTransport,
+    sse_messages,
+    ssl_context,
+)
 from tests.reference_client.engine_support import RawHttpServer, http_answer, run
 
 SECRET = "tok-Zq81-secret-value"
@@ -120,6 +127,28 @@ def test_untrusted_certificate_is_refused_and_extra_ca_is_trusted() -> None:
         assert [
             t["name"] for t in run(discover_with(HttpTransport(mock.url, {}, ca_file=mock.ca_file)))
         ] == ["query"]
+
+
+def test_public_trust_stores_are_loaded_at_the_first_handshake_not_before() -> None:
+    """certifi and the system store cost ~0.1 s of CPU a process: a host that only talks plain
+    HTTP never loads them, and one that does TLS has them in place before its first handshake
+    (NET-2: the extra CA file is loaded at once, so a bad file is still reported early)."""
+    make = ssl_context.__wrapped__  # a fresh context, not the process's cached one
+    with HttpMock(spec(), tls="trusted") as mock:
+        fresh = make(None)
+        assert fresh.cert_store_stats()["x509_ca"] == 0
+        with socket.create_connection(("127.0.0.1", mock.port), timeout=10) as raw:
+            with pytest.raises(ssl.SSLCertVerificationError):  # the mock's CA is not public
+                fresh.wrap_socket(raw, server_hostname="127.0.0.1")
+        public = fresh.cert_store_stats()["x509_ca"]
+        assert public > 50, "certifi's bundle was not loaded before the handshake"
+
+        with_extra = make(mock.ca_file)
+        assert with_extra.cert_store_stats()["x509_ca"] == 1  # the extra CA only, for now
+        with_extra.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="127.0.0.1")
+        assert with_extra.cert_store_stats()["x509_ca"] == public + 1
+    with pytest.raises(TransportError, match="CA file"):
+        make(Path("/nonexistent/ca.pem"))
 
 
 def test_connection_reset_after_call_is_maybe_acted() -> None:
