@@ -59,7 +59,7 @@ import pytest
 __all__ = ["WorkerCrashed", "add_option", "check_options", "pytest_runtestloop"]
 
 _HEADER: Final = struct.Struct("!I")
-_NONE: Final = -1  # "no case for you": the queue is empty or the run stops
+_NONE: Final = 0xFFFFFFFF  # "no case for you" (no index is this large): none left, or the run stops
 # After Ctrl-C or SIGTERM: how long the workers get to tear their cases down before SIGTERM,
 # then before SIGKILL (the fixtures stop hosts and mocks within their own bounds).
 _UNWIND_SECONDS: Final = 30.0
@@ -247,7 +247,7 @@ class _Parent:
             if index != _NONE:
                 worker.held.append(index)
             try:
-                worker.sock.sendall(_HEADER.pack(index & 0xFFFFFFFF))
+                worker.sock.sendall(_HEADER.pack(index))
             except OSError:  # it is ending: its end of stream comes next, the case goes back
                 pass
         elif kind == "logstart":
@@ -325,19 +325,15 @@ class _Parent:
             return
         from mcp_host_conformance.harness.run_cleanup import remove_roots_of
 
-        _signal_all(stuck, signal.SIGKILL)
+        for pid in stuck:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + _UNWIND_SECONDS
         for pid in stuck:
             _reaped_by(pid, deadline)
             remove_roots_of(pid)  # killed: what its cases made is ours to remove
-
-
-def _signal_all(pids: list[int], signum: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
 
 
 @contextmanager
@@ -535,7 +531,7 @@ class _Child:
             if reply is None:
                 return
             index = _HEADER.unpack(reply)[0]
-            if index == _NONE & 0xFFFFFFFF:
+            if index == _NONE:
                 return
             yield index
 

@@ -21,6 +21,7 @@ import pytest
 
 from mcp_host_conformance.harness import cli, sandbox
 from mcp_host_conformance.harness.remote import RemoteListener
+from mcp_host_conformance.mocks.stdio_server import process_state
 
 SANDBOX = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox"]
 BOUND = 60  # seconds; generous, a loaded machine
@@ -149,18 +150,9 @@ def test_the_name_server_holds_none_of_the_commands_output_and_ends_with_it(seal
     assert fds == [os.devnull] * 3
     # its parent gone, it ends: waited for (it has no event to wait on here), bounded
     deadline = time.monotonic() + BOUND
-    while _running(stub) and time.monotonic() < deadline:
+    while process_state(int(stub)) == "running" and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(stub), "the name server outlived its command"
-
-
-def _running(pid: str) -> bool:
-    """Whether `pid` exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    assert process_state(int(stub)) != "running", "the name server outlived its command"
 
 
 def test_the_machine_is_left_as_it_was(sealable, tmp_path):
