@@ -25,7 +25,7 @@ import httpx
 
 from mcp_host_conformance.reference_client import untrusted_json
 from mcp_host_conformance.reference_client.transports import MessageTooLarge
-from mcp_host_conformance.reference_client.transports.http import ssl_context
+from mcp_host_conformance.reference_client.transports.http import ssl_context, trust_ready
 from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -140,6 +140,7 @@ class ModelClient:
         self.url = base_url.rstrip("/") + "/responses"
         self.model = model
         self._key = api_key
+        trust_ready(base_url, ca_file)
         transport = httpx.AsyncHTTPTransport(
             verify=ssl_context(ca_file), retries=0, trust_env=False
         )

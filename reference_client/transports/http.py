@@ -75,17 +75,21 @@ CREDENTIALS_REJECTED = (
 
 class _TrustOnFirstHandshake(ssl.SSLContext):
     """A verifying context (as `ssl.create_default_context`) that loads certifi's bundle and
-    the system store on its first TLS handshake, not when made.
+    the system store when first needed, not when made.
 
     Why: the model client and every server transport need a context when they are built,
-    most hosts talk plain HTTP to a local model and local servers, and the two loads cost
+    most runs talk plain HTTP to a local model and local servers, and the two loads cost
     ~0.1 s of CPU, most of a restarted host's start beyond its imports. Verification is the
-    same: nothing is wrapped before the stores are loaded (NET-2)."""
+    same: nothing is wrapped before the stores are loaded (NET-2). An HTTPS server's or
+    model's client loads them when it is made (`trust_ready`), out of any connect timeout:
+    under load the loading took longer than a scaled connect timeout (seen: a trusted TLS
+    server reported unavailable)."""
 
     _loaded = False
     _loading = threading.Lock()
 
-    def _load_stores(self) -> None:
+    def load_stores(self) -> None:
+        """Load certifi and the system store now (once), e.g. before a timed connect."""
         with self._loading:
             if not self._loaded:
                 self.load_verify_locations(cafile=certifi.where())
@@ -93,11 +97,11 @@ class _TrustOnFirstHandshake(ssl.SSLContext):
                 self._loaded = True
 
     def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        self._load_stores()
+        self.load_stores()
         return super().wrap_socket(*args, **kwargs)
 
     def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        self._load_stores()
+        self.load_stores()
         return super().wrap_bio(*args, **kwargs)
 
 
@@ -105,10 +109,9 @@ class _TrustOnFirstHandshake(ssl.SSLContext):
 def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
     """Certificate verification on (NET-2): certifi + system store + an extra CA file.
 
-    Cached, and certifi and the system store are loaded on the first handshake
-    (`_TrustOnFirstHandshake`): loading them costs tens of milliseconds of CPU on the event
-    loop, once a process, not once a server. The extra CA file is loaded now, so a file that
-    cannot be used is reported as such.
+    Cached: a context's stores are loaded once a process, not once a server; certifi and the
+    system store when first needed (`_TrustOnFirstHandshake`), the extra CA file now, so a
+    file that cannot be used is reported as such.
     """
     context = _TrustOnFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostname checked
     keylog = os.environ.get("SSLKEYLOGFILE")  # as ssl.create_default_context
@@ -122,6 +125,20 @@ def ssl_context(ca_file: Path | None = None) -> ssl.SSLContext:
                 f"cannot use the CA file {ca_file}: {exc.__class__.__name__}", maybe_acted=False
             ) from None
     return context
+
+
+def trust_ready(url: str, ca_file: Path | None = None) -> None:
+    """For an HTTPS `url`, load the trust stores of its context now, so that the first
+    handshake's loading does not come out of a connect timeout (an unusable CA file is left
+    for the connection to report)."""
+    if urlsplit(url).scheme.lower() != "https":
+        return
+    try:
+        context = ssl_context(ca_file)
+    except TransportError:
+        return
+    if isinstance(context, _TrustOnFirstHandshake):  # a broken client's may be another
+        context.load_stores()
 
 
 def http_client(
@@ -215,6 +232,7 @@ class HttpTransport:
         self._oauth = oauth
         self._client: httpx.AsyncClient | None = None
         self._session_id: str | None = None
+        trust_ready(url, ca_file)  # made before the timed connect, so loaded out of its time
         self._protocol_version: str | None = None
 
     # ---- lifecycle --------------------------------------------------------------------

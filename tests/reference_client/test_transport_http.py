@@ -151,6 +151,21 @@ def test_public_trust_stores_are_loaded_at_the_first_handshake_not_before() -> N
         make(Path("/nonexistent/ca.pem"))
 
 
+def test_an_https_server_s_transport_loads_the_stores_before_its_timed_connect() -> None:
+    """Loading the stores inside a connect timeout made a trusted TLS server unavailable under
+    load: an HTTPS server's transport loads them when made; a plain HTTP one never does."""
+    ca_file = Path(__file__)  # any path: a context of its own in the cache (never loaded here)
+    ssl_context.cache_clear()
+    try:
+        HttpTransport("http://127.0.0.1:9/mcp", {}, ca_file=None)
+        assert ssl_context(None).cert_store_stats()["x509_ca"] == 0
+        HttpTransport("HTTPS://127.0.0.1:9/mcp", {}, ca_file=None)
+        assert ssl_context(None).cert_store_stats()["x509_ca"] > 50
+        HttpTransport("https://127.0.0.1:9/mcp", {}, ca_file=ca_file)  # unusable: left to connect
+    finally:
+        ssl_context.cache_clear()
+
+
 def test_connection_reset_after_call_is_maybe_acted() -> None:
     with HttpMock(spec(drop_call="reset")) as mock:
 
