@@ -49,7 +49,7 @@ from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
 from mcp_host_conformance.zoo import BrokenClient
 from mcp_host_conformance.zoo.selection import CASES_ENV
-from tests import zoo_impact
+from tests import forked_runs, zoo_impact
 
 REFERENCE = "reference"
 # The reference adapter each broken client's `base` names: each is run too (it must fail
@@ -240,9 +240,7 @@ def run_suite(
     # there by source hash; in each run's own directory, every run paid it again.
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(workdir.parent / ".hypothesis"))
     argv = [
-        # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
-        sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--",
-        sys.executable, "-m", "pytest", *cli.plugin_args(),
+        *cli.plugin_args(),
         # the node IDs the selection names, whichever modules are collected
         "--rootdir", os.path.dirname(suite.__file__),
         "--pyargs", *_modules(cases), "--client", name, "--strict",
@@ -259,18 +257,28 @@ def run_suite(
         listed.write_text("".join(f"{c}\n" for c in sorted(cases)), encoding="utf-8")
         env[CASES_ENV] = str(listed)
         argv += ["-p", "mcp_host_conformance.zoo.selection"]
-    try:
-        done = subprocess.run(
-            argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_BOUND
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    if forked_runs.ENABLED and not trace:  # a traced run's coverage starts before any import
+        log = workdir / "output.txt"
+        returncode = forked_runs.run(argv, workdir, env, log, RUN_BOUND)
+        output = log.read_text(errors="replace") if log.exists() else ""
+    else:
+        # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
+        sandbox = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--"]
+        try:
+            done = subprocess.run(
+                [*sandbox, sys.executable, "-m", "pytest", *argv],
+                cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_BOUND,
+            )  # fmt: skip
+            returncode, output = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            returncode = None
+            output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    if returncode is None:
         return Run(
-            name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{out[-4000:]}"
+            name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{output[-4000:]}"
         )
     loaded = json.loads(report.read_text()) if report.exists() else None
-    output = (done.stdout + done.stderr)[-6000:]
-    return Run(name, done.returncode, loaded, output, None if cases is None else len(cases))
+    return Run(name, returncode, loaded, output[-6000:], None if cases is None else len(cases))
 
 
 _READ: dict[Path, tuple[zoo_impact.Trace, zoo_impact.Records | None] | None] = {}

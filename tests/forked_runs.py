@@ -1,0 +1,197 @@
+"""The self-test's suite runs, forked from a process that has imported their dependencies.
+
+Why: a suite run started as a new interpreter (`sandbox -- python -m pytest ...`) spends
+about a second of CPU before its first case: the sandbox's own interpreter, then pytest,
+hypothesis and the reference client's imports (httpx, httpcore, jsonschema...). The
+self-test runs the suite ~180 times, so that second was ~7% of its CPU. Here a fork server
+(a process started once, with PRELOAD imported) forks a child per run: measured, a run of
+one case 0.6 s of CPU forked against 1.6 s as a new interpreter.
+
+What a forked run keeps from a run in a new interpreter, and how:
+- its own network namespace: the child seals itself (`sandbox.seal`, the name server on a
+  thread, as `mcp-host-conformance run` does) before pytest starts; the fork server runs
+  no thread, which sealing needs;
+- its own working directory, environment (replaced, not merged), output (stdout and stderr
+  to one file), stdin (/dev/null) and SIGCHLD disposition (the server's children are reaped
+  by the kernel; a run's own are waited for as usual);
+- pytest's assertion rewriting: PRELOAD holds no module pytest rewrites in a run (the
+  plugins given with `-p`, the suite's conftest and case modules); `rewritten_in_preload`
+  says so, in a test;
+- its exit: `atexit` handlers run (the run's temp root is removed by one), then the child
+  ends with pytest's exit status, which it sends to the caller first (it is not the
+  caller's child).
+What differs: every forked run has the fork server's string hash seed (a new interpreter
+drew its own), and the zoo's broken clients are never imported before the fork (their seams
+are applied when their adapter is made, in the child). Not multiprocessing's forkserver: it
+runs the caller's `__main__` again in every child.
+
+`ZOO_FORK=0` runs each as a new interpreter instead (run_suite's other path).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+ENABLED = os.environ.get("ZOO_FORK", "1") != "0"
+# Imported once by the fork server: what every run imports before its first case.
+PRELOAD = (
+    "pytest",
+    "hypothesis",
+    "jsonschema",
+    "mcp_host_conformance.harness.hostrun",
+    "mcp_host_conformance.harness.fixtures",
+    "mcp_host_conformance.harness.fresh_process",
+    "mcp_host_conformance.harness.sandbox",
+    "mcp_host_conformance.reference_client.adapter",
+    "mcp_host_conformance.mocks.http_server",
+    "mcp_host_conformance.mocks.stdio_server",
+)
+# What pytest rewrites in a suite run, so must be imported by it, not before (a module
+# imported before its rewrite hook is installed keeps plain asserts, with a warning).
+REWRITTEN = (
+    "mcp_host_conformance.harness.plugin",
+    "_hypothesis_pytestplugin",
+    "mcp_host_conformance.zoo.selection",
+    "mcp_host_conformance.conformance.",
+)
+_ROOT = Path(__file__).resolve().parents[1]  # where `tests` is importable from
+_LISTENER_FD_ENV = "ZOO_FORK_LISTENER_FD"
+_ALIVE_FD_ENV = "ZOO_FORK_ALIVE_FD"
+CRASHED = -1  # the exit status given for a run that ended without saying its own
+
+_socket_path: str | None = None
+_starting = threading.Lock()
+
+
+def _server(env: dict[str, str]) -> str:
+    """The fork server's socket path; the server is started on first use, with `env`, and
+    ends when this process does (its end of a pipe closes)."""
+    global _socket_path
+    with _starting:
+        if _socket_path is None:
+            path = os.path.join(tempfile.mkdtemp(prefix="zoo-forks-"), "socket")
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(64)
+            alive_read, alive_write = os.pipe()  # the write end stays here, never written
+            subprocess.Popen(
+                [sys.executable, "-c", "from tests.forked_runs import serve; serve()"],
+                cwd=_ROOT,
+                env={
+                    **env,
+                    _LISTENER_FD_ENV: str(listener.fileno()),
+                    _ALIVE_FD_ENV: str(alive_read),
+                },
+                pass_fds=(listener.fileno(), alive_read),
+                stdin=subprocess.DEVNULL,
+            )
+            listener.close()
+            os.close(alive_read)
+            os.set_inheritable(alive_write, False)
+            _socket_path = path
+        return _socket_path
+
+
+def run(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], output: Path, bound: float
+) -> int | None:
+    """`pytest argv` in a child of the fork server: its exit status (CRASHED when it ended
+    without one), or None when it did not end within `bound` seconds (it is killed)."""
+    request = {"argv": list(argv), "cwd": str(cwd), "env": env, "output": str(output)}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(_server(env))
+        conn.sendall(json.dumps(request).encode())
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(bound)
+        lines = conn.makefile("rb")
+        try:
+            pid = int(lines.readline() or 0)
+            if not pid:
+                return CRASHED
+            try:
+                status = lines.readline()
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                return None
+        finally:
+            lines.close()
+    return int(status) if status.strip() else CRASHED
+
+
+def serve() -> None:
+    """The fork server's loop (in its own interpreter): a child per connection."""
+    listener = socket.socket(fileno=int(os.environ.pop(_LISTENER_FD_ENV)))
+    alive = int(os.environ.pop(_ALIVE_FD_ENV))
+    for name in PRELOAD:
+        __import__(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+    while True:
+        ready, _, _ = select.select([listener, alive], [], [])
+        if alive in ready:  # the caller ended
+            os._exit(0)
+        conn, _ = listener.accept()
+        if os.fork() == 0:
+            listener.close()
+            os.close(alive)
+            _child(conn)
+        conn.close()
+
+
+def _child(conn: socket.socket) -> None:
+    status = 3
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        with conn.makefile("rb") as reader:
+            request = json.loads(reader.read())
+        conn.sendall(f"{os.getpid()}\n".encode())
+        fd = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        os.chdir(request["cwd"])
+        sys.path[0] = request["cwd"]  # as `python -m pytest` started there would have it
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from mcp_host_conformance.harness.sandbox import seal, serve_dns
+
+        seal()
+        serve_dns()
+        import pytest
+
+        status = int(pytest.main(request["argv"]))
+    except BaseException:  # noqa: BLE001 - reported in the run's output, as a crash would be
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            conn.sendall(f"{status}\n".encode())
+        finally:
+            os._exit(status)
+
+
+def rewritten_in_preload() -> list[str]:
+    """The modules a suite run rewrites that importing PRELOAD imports (should be none), in
+    a new interpreter, as the fork server imports them."""
+    probe = (
+        "import sys\n"
+        f"for name in {list(PRELOAD)!r}: __import__(name)\n"
+        f"print('\\n'.join(m for m in sys.modules if m.startswith({REWRITTEN!r})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.split()
