@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -120,6 +121,102 @@ def checks_problem(returncode: int | None, checks: list[dict[str, Any]]) -> str 
     return None
 
 
+RUNNER: Final = Path(__file__).resolve().parent / "data" / "official_runner.mjs"
+_READY_BOUND: Final = 60.0  # seconds for the runner's first reply beyond a scenario's bound
+
+
+class _Runner:
+    """The framework's CLI in one Node process that runs it once per request
+    (data/official_runner.mjs): a start of the CLI costs ~0.8 s of CPU loading its
+    dependencies, and a run starts it once per auth scenario. One request at a time; the
+    process ends with this one (its stdin closes), and one that fails or overruns is
+    killed and replaced on the next request."""
+
+    def __init__(self, cli: list[str]) -> None:
+        self.cli = cli
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen[str] | None = None
+        self.errors: Any = None
+
+    def _start(self) -> subprocess.Popen[str]:
+        env = dict(os.environ)
+        # V8's compiled code for the framework's modules, kept beside them (Node 22 reuses
+        # it, and ignores it if unwritable)
+        env.setdefault(
+            "NODE_COMPILE_CACHE", str(_modules(self.cli) / ".cache" / "node-compile-cache")
+        )
+        self.errors = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        return subprocess.Popen(
+            [self.cli[0], str(RUNNER), self.cli[-1]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+        )
+
+    def run(
+        self, args: list[str], env: dict[str, str], cwd: Path, bound: float
+    ) -> tuple[int | None, str]:
+        """The CLI's exit status (None: no answer within `bound` s) and its output."""
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self.process = self._start()
+            process = self.process
+            assert process.stdin is not None and process.stdout is not None
+            request = {"args": args, "env": env, "cwd": str(cwd)}
+            reply: list[str] = []
+            reader = threading.Thread(
+                target=lambda: reply.append(process.stdout.readline()),  # type: ignore[union-attr]
+                daemon=True,
+            )
+            try:
+                process.stdin.write(json.dumps(request) + "\n")
+                process.stdin.flush()
+            except OSError:
+                pass  # it has ended: said below
+            reader.start()
+            reader.join(bound)
+            line = reply[0] if reply else None  # read before the stop below ends the read
+            if not line:
+                self._stop()
+                if line is None:
+                    return None, ""
+                return 1, f"the framework's runner ended unexpectedly\n{self._errors()}"
+            try:
+                answer = json.loads(line)
+                return int(answer["exit"]), str(answer["output"])
+            except (ValueError, KeyError, TypeError):
+                self._stop()
+                return 1, f"the framework's runner answered something else\n{self._errors()}"
+
+    def _errors(self) -> str:
+        try:
+            self.errors.seek(0)
+            return str(self.errors.read())[-4000:]
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def _stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
+
+_RUNNERS: dict[tuple[str, ...], _Runner] = {}
+_RUNNERS_LOCK = threading.Lock()
+# a forked process (a run's worker) starts its own: the parent's pipes are not its to use
+os.register_at_fork(after_in_child=_RUNNERS.clear)
+
+
+def _runner(cli: list[str]) -> _Runner:
+    with _RUNNERS_LOCK:
+        return _RUNNERS.setdefault(tuple(cli), _Runner(cli))
+
+
 @dataclass
 class ScenarioRun:
     problem: str | None  # None: the framework passed the client
@@ -154,16 +251,7 @@ def run_scenario(
         "--output-dir",
         str(workdir / "results"),
     ]
-    env = dict(os.environ)
-    # V8's compiled code for the framework's modules, kept beside them: its ~1 s of CPU a
-    # start is mostly loading modules (Node 22 reuses the cache, and ignores it if unwritable)
-    env.setdefault("NODE_COMPILE_CACHE", str(_modules(cli) / ".cache" / "node-compile-cache"))
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=bound + 60, env=env)
-        returncode: int | None = done.returncode
-        output = done.stdout + done.stderr
-    except subprocess.TimeoutExpired:
-        returncode, output = None, ""
+    returncode, output = _runner(cli).run(argv[len(cli) :], dict(os.environ), workdir, bound + 60)
     checks: list[dict[str, Any]] = []
     for path in (workdir / "results").rglob("checks.json"):
         try:
