@@ -122,7 +122,6 @@ def checks_problem(returncode: int | None, checks: list[dict[str, Any]]) -> str 
 
 
 RUNNER: Final = Path(__file__).resolve().parent / "data" / "official_runner.mjs"
-_READY_BOUND: Final = 60.0  # seconds for the runner's first reply beyond a scenario's bound
 
 
 class _Runner:
@@ -145,6 +144,8 @@ class _Runner:
         env.setdefault(
             "NODE_COMPILE_CACHE", str(_modules(self.cli) / ".cache" / "node-compile-cache")
         )
+        if self.errors is not None:
+            self.errors.close()
         self.errors = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         return subprocess.Popen(
             [self.cli[0], str(RUNNER), self.cli[-1]],
@@ -214,7 +215,9 @@ os.register_at_fork(after_in_child=_RUNNERS.clear)
 
 def _runner(cli: list[str]) -> _Runner:
     with _RUNNERS_LOCK:
-        return _RUNNERS.setdefault(tuple(cli), _Runner(cli))
+        if tuple(cli) not in _RUNNERS:
+            _RUNNERS[tuple(cli)] = _Runner(cli)
+        return _RUNNERS[tuple(cli)]
 
 
 @dataclass
@@ -251,7 +254,11 @@ def run_scenario(
         "--output-dir",
         str(workdir / "results"),
     ]
-    returncode, output = _runner(cli).run(argv[len(cli) :], dict(os.environ), workdir, bound + 60)
+    # the client command runs where this case runs, as a command started from here would (a
+    # relative --client-cmd, a module:attr beside the user's project)
+    returncode, output = _runner(cli).run(
+        argv[len(cli) :], dict(os.environ), Path.cwd(), bound + 60
+    )
     checks: list[dict[str, Any]] = []
     for path in (workdir / "results").rglob("checks.json"):
         try:

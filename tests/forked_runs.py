@@ -69,6 +69,7 @@ REWRITTEN = (
 _ROOT = Path(__file__).resolve().parents[1]  # where `tests` is importable from
 _LISTENER_FD_ENV = "ZOO_FORK_LISTENER_FD"
 _ALIVE_FD_ENV = "ZOO_FORK_ALIVE_FD"
+_SOCKET_ENV = "ZOO_FORK_SOCKET"
 CRASHED = -1  # the exit status given for a run that ended without saying its own
 
 _socket_path: str | None = None
@@ -93,6 +94,7 @@ def _server(env: dict[str, str]) -> str:
                     **env,
                     _LISTENER_FD_ENV: str(listener.fileno()),
                     _ALIVE_FD_ENV: str(alive_read),
+                    _SOCKET_ENV: path,
                 },
                 pass_fds=(listener.fileno(), alive_read),
                 stdin=subprocess.DEVNULL,
@@ -110,36 +112,50 @@ def run(
     """`pytest argv` in a child of the fork server: its exit status (CRASHED when it ended
     without one), or None when it did not end within `bound` seconds (it is killed)."""
     request = {"argv": list(argv), "cwd": str(cwd), "env": env, "output": str(output)}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(_server(env))
+    with _connected(env) as conn:
         conn.sendall(json.dumps(request).encode())
         conn.shutdown(socket.SHUT_WR)
         conn.settimeout(bound)
-        lines = conn.makefile("rb")
+        pid = 0
         try:
-            pid = int(lines.readline() or 0)
-            if not pid:
-                return CRASHED
-            try:
-                status = lines.readline()
-            except TimeoutError:
+            with conn.makefile("rb") as lines:
+                pid = int(lines.readline() or 0)
+                status = lines.readline() if pid else b""
+        except TimeoutError:
+            if pid:
                 os.kill(pid, signal.SIGKILL)
-                return None
-        finally:
-            lines.close()
+            return None
     return int(status) if status.strip() else CRASHED
+
+
+def _connected(env: dict[str, str]) -> socket.socket:
+    """A connection to the fork server, started anew if the one there was has ended."""
+    global _socket_path
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(_server(env))
+    except OSError:
+        with _starting:
+            _socket_path = None
+        conn.close()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(_server(env))
+    return conn
 
 
 def serve() -> None:
     """The fork server's loop (in its own interpreter): a child per connection."""
     listener = socket.socket(fileno=int(os.environ.pop(_LISTENER_FD_ENV)))
     alive = int(os.environ.pop(_ALIVE_FD_ENV))
+    path = os.environ.pop(_SOCKET_ENV)
     for name in PRELOAD:
         __import__(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     while True:
         ready, _, _ = select.select([listener, alive], [], [])
-        if alive in ready:  # the caller ended
+        if alive in ready:  # the caller ended: so does the server, leaving nothing behind
+            os.unlink(path)
+            os.rmdir(os.path.dirname(path))
             os._exit(0)
         conn, _ = listener.accept()
         if os.fork() == 0:

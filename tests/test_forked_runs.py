@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from mcp_host_conformance.harness import sandbox
 from mcp_host_conformance.mocks.stdio_server import process_state
@@ -84,3 +87,31 @@ def test_a_child_that_dies_reports_a_crash(tmp_path):
     argv = ["--disable-plugin-autoload", "-p", "no:cacheprovider", "-q", "test_dies.py"]
     status = forked_runs.run(argv, tmp_path, dict(os.environ), tmp_path / "out.txt", bound=120)
     assert status == forked_runs.CRASHED
+
+
+def test_the_server_ends_with_its_caller_and_leaves_nothing(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    caller = (
+        "import json, os, sys\n"
+        "from pathlib import Path\n"
+        "from tests import forked_runs\n"
+        "here = Path(sys.argv[1])\n"
+        "argv = ['-q', '-p', 'no:cacheprovider', 'test_one.py']\n"
+        "status = forked_runs.run(argv, here, dict(os.environ), here / 'out.txt', 120)\n"
+        "print(json.dumps([status, forked_runs._socket_path]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", caller, str(tmp_path)],
+        cwd=forked_runs._ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    status, socket_path = json.loads(done.stdout.splitlines()[-1])
+    assert status == 0
+    folder = Path(socket_path).parent
+    deadline = time.monotonic() + 30
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists(), "the fork server outlived its caller"
