@@ -179,7 +179,11 @@ class _Runner:
             except OSError:
                 pass  # it has ended: said below
             reader.start()
-            reader.join(bound)
+            try:
+                reader.join(bound)
+            except BaseException:  # Ctrl-C, SIGTERM: the scenario ends with the case
+                self._stop()
+                raise
             line = reply[0] if reply else None  # read before the stop below ends the read
             if not line:
                 self._stop()

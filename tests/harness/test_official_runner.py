@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -124,3 +125,21 @@ def test_the_runner_ends_with_its_caller(tmp_path):
     while process_state(runner_pid) == "running" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process_state(runner_pid) != "running"
+
+
+def test_an_interrupted_case_ends_its_scenario(runner, tmp_path, monkeypatch):
+    """As a child process of the case would be: Ctrl-C in the wait kills the runner."""
+    _, seen = _echo(runner, tmp_path, {})
+    real_join = threading.Thread.join
+
+    def interrupted(self, timeout=None):
+        if self.daemon and timeout == 60:
+            raise KeyboardInterrupt
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(["hang"], {}, tmp_path, bound=60)
+    monkeypatch.undo()
+    assert runner.process is None
+    assert process_state(seen["seen"]["pid"]) == "gone"
