@@ -4,8 +4,10 @@ Why: a suite run started as a new interpreter (`sandbox -- python -m pytest ...`
 about a second of CPU before its first case: the sandbox's own interpreter, then pytest,
 hypothesis and the reference client's imports (httpx, httpcore, jsonschema...). The
 self-test runs the suite ~180 times, so that second was ~7% of its CPU. Here a fork server
-(a process started once, with PRELOAD imported) forks a child per run: measured, a run of
-one case 0.6 s of CPU forked against 1.6 s as a new interpreter.
+(a process started once, with PRELOAD imported: everything but the reference client, which
+a run imports itself, after its broken client's patches) forks a child per run: measured, a
+one-case run against a broken client 1.0 s of CPU forked against 1.9 s as a new
+interpreter.
 
 What a forked run keeps from a run in a new interpreter, and how:
 - its own network namespace: the child seals itself (`sandbox.seal`, the name server on a
@@ -14,16 +16,15 @@ What a forked run keeps from a run in a new interpreter, and how:
 - its own working directory, environment (replaced, not merged), output (stdout and stderr
   to one file), stdin (/dev/null) and SIGCHLD disposition (the server's children are reaped
   by the kernel; a run's own are waited for as usual);
-- pytest's assertion rewriting: PRELOAD holds no module pytest rewrites in a run (the
-  plugins given with `-p`, the suite's conftest and case modules); `rewritten_in_preload`
-  says so, in a test;
+- the order of its own imports: PRELOAD brings in no module pytest rewrites in a run, nor
+  the reference client or the zoo (NOT_PRELOADED says why; `preloaded_too_early` checks it,
+  in a test);
 - its exit: `atexit` handlers run (the run's temp root is removed by one), then the child
   ends with pytest's exit status, which it sends to the caller first (it is not the
   caller's child).
 What differs: every forked run has the fork server's string hash seed (a new interpreter
-drew its own), and the zoo's broken clients are never imported before the fork (their seams
-are applied when their adapter is made, in the child). Not multiprocessing's forkserver: it
-runs the caller's `__main__` again in every child.
+drew its own). Not multiprocessing's forkserver: it runs the caller's `__main__` again in
+every child.
 
 `ZOO_FORK=0` runs each as a new interpreter instead (run_suite's other path).
 """
@@ -45,26 +46,41 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ENABLED = os.environ.get("ZOO_FORK", "1") != "0"
-# Imported once by the fork server: what every run imports before its first case.
+# Imported once by the fork server: what every run imports before its first case, but the
+# reference client (see NOT_PRELOADED).
 PRELOAD = (
     "pytest",
     "hypothesis",
     "jsonschema",
+    "httpx",
+    "httpcore",
+    "anyio",
+    "h11",
+    "certifi",
     "mcp_host_conformance.harness.hostrun",
     "mcp_host_conformance.harness.fixtures",
     "mcp_host_conformance.harness.fresh_process",
+    "mcp_host_conformance.harness.loader",
+    "mcp_host_conformance.harness.mock_contract",
     "mcp_host_conformance.harness.sandbox",
-    "mcp_host_conformance.reference_client.adapter",
     "mcp_host_conformance.mocks.http_server",
     "mcp_host_conformance.mocks.stdio_server",
 )
-# What pytest rewrites in a suite run, so must be imported by it, not before (a module
-# imported before its rewrite hook is installed keeps plain asserts, with a warning).
-REWRITTEN = (
+# What a run must import itself, so none of PRELOAD's imports may bring it in:
+# - the modules pytest rewrites in a run (the plugins given with `-p`, the suite's conftest
+#   and case modules): imported before its rewrite hook is installed, a module keeps plain
+#   asserts (with a warning);
+# - the reference client and the zoo: a broken client patches a seam (`M.f`) before the
+#   reference client's other modules are imported, and one that binds the name itself
+#   (`from M import f`) gets the patched one only then. A new interpreter imports them in
+#   that order; a fork server that had imported the reference client made six broken
+#   clients of `discovery.discover` pass (the engine kept the original).
+NOT_PRELOADED = (
     "mcp_host_conformance.harness.plugin",
     "_hypothesis_pytestplugin",
-    "mcp_host_conformance.zoo.selection",
     "mcp_host_conformance.conformance.",
+    "mcp_host_conformance.reference_client",
+    "mcp_host_conformance.zoo",
 )
 _ROOT = Path(__file__).resolve().parents[1]  # where `tests` is importable from
 _LISTENER_FD_ENV = "ZOO_FORK_LISTENER_FD"
@@ -199,13 +215,13 @@ def _child(conn: socket.socket) -> None:
             os._exit(status)
 
 
-def rewritten_in_preload() -> list[str]:
-    """The modules a suite run rewrites that importing PRELOAD imports (should be none), in
-    a new interpreter, as the fork server imports them."""
+def preloaded_too_early() -> list[str]:
+    """The modules of NOT_PRELOADED that importing PRELOAD imports (should be none), in a
+    new interpreter, as the fork server imports them."""
     probe = (
         "import sys\n"
         f"for name in {list(PRELOAD)!r}: __import__(name)\n"
-        f"print('\\n'.join(m for m in sys.modules if m.startswith({REWRITTEN!r})))\n"
+        f"print('\\n'.join(m for m in sys.modules if m.startswith({NOT_PRELOADED!r})))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120

@@ -36,8 +36,8 @@ def test_asserts_are_rewritten():
 """
 
 
-def test_preload_imports_nothing_a_run_rewrites():
-    assert forked_runs.rewritten_in_preload() == []
+def test_preload_imports_nothing_a_run_must_import_itself():
+    assert forked_runs.preloaded_too_early() == []
 
 
 def test_a_forked_run_has_its_own_directory_environment_output_and_exit(tmp_path, monkeypatch):
