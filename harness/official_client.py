@@ -35,7 +35,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 __all__ = [
     "FRAMEWORK_ENV",
@@ -135,7 +135,7 @@ class _Runner:
         self.cli = cli
         self.lock = threading.Lock()
         self.process: subprocess.Popen[str] | None = None
-        self.errors: Any = None
+        self.errors: IO[str] | None = None
 
     def _start(self) -> subprocess.Popen[str]:
         env = dict(os.environ)
@@ -198,10 +198,12 @@ class _Runner:
                 return 1, f"the framework's runner answered something else\n{self._errors()}"
 
     def _errors(self) -> str:
+        if self.errors is None:
+            return ""
         try:
             self.errors.seek(0)
-            return str(self.errors.read())[-4000:]
-        except (OSError, ValueError, AttributeError):
+            return self.errors.read()[-4000:]
+        except (OSError, ValueError):
             return ""
 
     def _stop(self) -> None:

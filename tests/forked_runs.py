@@ -216,14 +216,20 @@ def _child(conn: socket.socket) -> None:
 
 
 def preloaded_too_early() -> list[str]:
-    """The modules of NOT_PRELOADED that importing PRELOAD imports (should be none), in a
-    new interpreter, as the fork server imports them."""
+    """The modules of NOT_PRELOADED that the fork server has imported before its first fork
+    (should be none): this module and PRELOAD, in a new interpreter started as it is."""
     probe = (
         "import sys\n"
-        f"for name in {list(PRELOAD)!r}: __import__(name)\n"
-        f"print('\\n'.join(m for m in sys.modules if m.startswith({NOT_PRELOADED!r})))\n"
+        "from tests.forked_runs import NOT_PRELOADED, PRELOAD\n"
+        "for name in PRELOAD: __import__(name)\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith(NOT_PRELOADED)))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", probe],
+        cwd=_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     return done.stdout.split()

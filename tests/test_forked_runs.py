@@ -115,3 +115,12 @@ def test_the_server_ends_with_its_caller_and_leaves_nothing(tmp_path):
     while folder.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not folder.exists(), "the fork server outlived its caller"
+
+
+def test_a_server_that_is_gone_is_replaced(tmp_path, monkeypatch):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    monkeypatch.setattr(forked_runs, "_socket_path", str(tmp_path / "no-server-here"))
+    argv = ["--disable-plugin-autoload", "-p", "no:cacheprovider", "-q", "test_one.py"]
+    status = forked_runs.run(argv, tmp_path, dict(os.environ), tmp_path / "out.txt", bound=120)
+    assert status == 0
+    assert forked_runs._socket_path != str(tmp_path / "no-server-here")
