@@ -226,6 +226,14 @@ def _runner(cli: list[str]) -> _Runner:
         return _RUNNERS[tuple(cli)]
 
 
+def run_cli(
+    cli: list[str], args: list[str], env: dict[str, str], cwd: Path, bound: float
+) -> tuple[int | None, str]:
+    """`cli` (`framework()`'s command) run with `args`, in this process's Node runner: its exit
+    status (None: no answer within `bound` s) and output, as a process of its own would give."""
+    return _runner(cli).run(args, env, cwd, bound)
+
+
 @dataclass
 class ScenarioRun:
     problem: str | None  # None: the framework passed the client
@@ -262,9 +270,7 @@ def run_scenario(
     ]
     # the client command runs where this case runs, as a command started from here would (a
     # relative --client-cmd, a module:attr beside the user's project)
-    returncode, output = _runner(cli).run(
-        argv[len(cli) :], dict(os.environ), Path.cwd(), bound + 60
-    )
+    returncode, output = run_cli(cli, argv[len(cli) :], dict(os.environ), Path.cwd(), bound + 60)
     checks: list[dict[str, Any]] = []
     for path in (workdir / "results").rglob("checks.json"):
         try:
