@@ -145,6 +145,35 @@ def test_the_run_wide_silence_budget_ends_the_waiting(adapters):
     assert time.monotonic() - began < 1.0, "a call after the budget must not wait again"
 
 
+def test_an_unanswered_call_spends_its_whole_bound_however_late_its_wait_begins():
+    """The clock of a call starts when it is sent; under load its wait may begin with the
+    bound already used up. The call still spends the whole bound of the run's budget, not
+    the (near zero) wall time its wait took: else two unanswered calls could fall short of a
+    two-call budget and a third would be waited for again."""
+    from mcp_host_conformance.harness import driver as driver_module
+    from mcp_host_conformance.harness.jsonrpc import Pending
+
+    class Silent:  # the driver process: it never answers, the harness fails the call
+        def reason(self, text):
+            return text
+
+        def __init__(self):
+            self.peer = self
+
+        def fail(self, reason):
+            pending.failure = reason
+            pending.done.set()
+
+    adapter = DriverAdapter("hangs", timeout=0.5, silence_budget=1.0)
+    for _ in range(2):
+        pending = Pending("tools/list")
+        expired = driver_module._Clock(0)  # the whole bound ran out before the wait began
+        with pytest.raises(AdapterError, match="did not answer"):
+            adapter._wait(Silent(), pending, expired)
+    assert adapter.silence_spent == 1.0
+    assert adapter._exhausted is not None, "two unanswered calls spent a two-call budget"
+
+
 def test_driver_bounds_scale_with_the_timeout_scale():
     adapter = DriverAdapter("driver --flag", timeout_scale=3)
     assert adapter.timeout == 180.0 and adapter.handshake_timeout == 90.0
