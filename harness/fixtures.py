@@ -294,19 +294,23 @@ def restarted_host(
 ) -> Callable[[], Host]:
     """Factory: `restarted_host()` is `host` (same HOME, project, model and records of what
     the user saw) driven by the client under test in another process of its own (as
-    `fresh_process.restarted` makes one, shared by the cases of this worker), for rules
-    that must hold across a restarted host process: a session reopened, a call never
-    resent. Its sessions are stopped with the case."""
+    `fresh_process.restarted` makes one, shared by the cases of this worker, or one per case
+    with MCP_HOST_CONFORMANCE_RESTART_PER_CASE set), for rules that must hold across a
+    restarted host process: a session reopened, a call never resent. Its sessions are
+    stopped with the case."""
+    from mcp_host_conformance.harness import fresh_process
+
+    own: list[Adapter] = []  # with PER_CASE_ENV: this case's, closed after its hosts stop
 
     def restart() -> Host:
-        if not _second_process:
-            from mcp_host_conformance.harness.driver import DriverAdapter
-            from mcp_host_conformance.harness.fresh_process import fresh_process_command
-
-            command = fresh_process_command(pytestconfig)
-            scale = timeout_scale(pytestconfig)
-            _second_process.append(DriverAdapter(command, timeout_scale=scale))
-        again = dataclasses.replace(host, adapter=_second_process[0])
+        if fresh_process.per_case():
+            if not own:  # closed after every host of the case stopped (mocks close last)
+                started = fresh_process.shared(pytestconfig, own)
+                case.mocks.insert(0, started)  # type: ignore[arg-type]
+            adapter = own[0]
+        else:
+            adapter = fresh_process.shared(pytestconfig, _second_process)
+        again = dataclasses.replace(host, adapter=adapter)
         case.hosts.append(again)
         return again
 

@@ -36,12 +36,18 @@ from mcp_host_conformance.harness.loader import (
 if TYPE_CHECKING:
     import pytest
 
+    from mcp_host_conformance.harness.adapter import Adapter
     from mcp_host_conformance.harness.hostrun import Host
 
 # The case side (`restarted`, `fresh_process_command`) imports pytest and the harness when
 # called; the served process (`main`) never needs them, and it starts once per restart.
 
-__all__ = ["fresh_process_command", "main", "restarted"]
+__all__ = ["PER_CASE_ENV", "fresh_process_command", "main", "restarted", "shared"]
+
+# Set (to anything but "" or "0"): every case gets a restarted host of its own instead of the
+# run's shared one, so each process serves one case only: for tools that credit a process's
+# work to the case it started in (the self-test's traced runs, tests/zoo_impact.py).
+PER_CASE_ENV: Final = "MCP_HOST_CONFORMANCE_RESTART_PER_CASE"
 
 _FALLBACK_SEED: Final = 104729  # any fixed seed: an unset one is random in this process
 
@@ -64,6 +70,31 @@ def fresh_process_command(config: pytest.Config) -> str:
         client = option(config, "client", None) or os.environ.get(CLIENT_ENV) or DEFAULT_CLIENT
         argv = [sys.executable, "-m", "mcp_host_conformance.harness.fresh_process", client]
     return shlex.join(["env", f"PYTHONHASHSEED={_hash_seed()}", *argv])
+
+
+def shared(config: pytest.Config, started: list[Adapter]) -> Adapter:
+    """The run's shared restarted host (`started`: none yet, or the one), started on first
+    use."""
+    if started:
+        return reused(started)
+    from mcp_host_conformance.harness.client_under_test import timeout_scale
+    from mcp_host_conformance.harness.driver import DriverAdapter
+
+    started.append(
+        DriverAdapter(fresh_process_command(config), timeout_scale=timeout_scale(config))
+    )
+    return started[0]
+
+
+def reused(started: list[Adapter]) -> Adapter:
+    """The shared restarted host an earlier case started: what it does for this case is
+    credited to that one by a tool that follows processes (a case calling this always runs
+    in the self-test's impact selection)."""
+    return started[0]
+
+
+def per_case() -> bool:
+    return os.environ.get(PER_CASE_ENV, "") not in ("", "0")
 
 
 @contextmanager

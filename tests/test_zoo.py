@@ -43,7 +43,7 @@ import pytest
 
 import mcp_host_conformance.zoo
 from mcp_host_conformance import conformance as suite
-from mcp_host_conformance.harness import cli
+from mcp_host_conformance.harness import cli, fresh_process
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
@@ -249,6 +249,7 @@ def run_suite(
     ]  # fmt: skip
     if trace:
         argv += ["-p", "pytest_cov.plugin", *zoo_impact.COVERAGE_ARGS]
+        env[fresh_process.PER_CASE_ENV] = "1"  # each case's restarted host traced as its own
         argv += ["-p", "mcp_host_conformance.zoo.selection"]
         env["COVERAGE_FILE"] = str(workdir / TRACE_FILE)
         env.update(zoo_impact.subprocess_env(workdir))
