@@ -19,7 +19,7 @@ import pytest
 
 from mcp_host_conformance.reference_client import limits, naming
 from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
-from mcp_host_conformance.zoo.client import constant, pure, replaced
+from mcp_host_conformance.zoo.client import constant, pure, replaced, replaced_when
 from tests import zoo_impact
 from tests.zoo_impact import OUTSIDE, Trace
 
@@ -86,6 +86,37 @@ def test_cases_that_start_the_host_in_another_process_always_run():
     trace = Trace({"/x/harness/fresh_process.py": {10: {"test_c.py::test_restart"}}})
     seam = constant(f"{limits.__name__}.MAX_TOOLS", 1)
     assert zoo_impact.selection(_client(seam), trace) == {"test_c.py::test_restart"}
+
+
+def test_a_case_served_by_a_restarted_host_an_earlier_case_started_always_runs():
+    """Its process's lines are credited to the case that started it: even a case whose own
+    process was traced (so not selected as spawning) runs."""
+    from mcp_host_conformance.harness import fresh_process
+
+    path, body = _function_lines(fresh_process.reused)
+    later = "test_d.py::test_reopen"
+    trace = Trace({path: {min(body): {later}}}, traced_elsewhere={later})
+    seam = constant(f"{limits.__name__}.MAX_TOOLS", 1)
+    assert trace.spawning() == set()
+    assert zoo_impact.selection(_client(seam), trace) == {later}
+
+
+def test_the_shared_restarted_host_starts_once_and_a_per_case_one_when_asked(monkeypatch):
+    from mcp_host_conformance.harness import driver, fresh_process
+
+    started = []
+    monkeypatch.setattr(driver, "DriverAdapter", lambda command, **_: started.append(command))
+    monkeypatch.setattr(fresh_process, "fresh_process_command", lambda config: "cmd")
+    monkeypatch.setattr(
+        "mcp_host_conformance.harness.client_under_test.timeout_scale", lambda config: 1.0
+    )
+    store: list = []
+    fresh_process.shared(None, store)
+    fresh_process.shared(None, store)
+    assert started == ["cmd"] and store == [None]
+    for value, expected in (("", False), ("0", False), ("1", True)):
+        monkeypatch.setenv(fresh_process.PER_CASE_ENV, value)
+        assert fresh_process.per_case() is expected
 
 
 def test_something_else_than_a_function_or_a_constant_runs_every_case():
@@ -485,3 +516,139 @@ def test_no_reference_module_keeps_a_pure_function_where_a_patch_cannot_reach_it
             if any(value is f for f in functions):
                 continue  # the attribute itself (or an import of it): patched with it
             assert not _holds(value, functions), f"{info.name}.{name} holds a pure function"
+
+
+# ---- guarded seams: `differs`, asked in the reference run, decides ------------------------
+
+
+def _guarded_probe(target, differs, make=lambda original: lambda *a, **k: "broken"):
+    return BrokenClient(
+        name="guarded-probe",
+        description="probe",
+        fails={"DISC-6"},
+        seams=(replaced_when(target, differs)(make),),
+    )
+
+
+def test_a_guarded_seam_hands_every_call_differs_says_no_to_the_original():
+    seam = replaced_when(PURE_TARGET, lambda original, name: name.startswith("x"))(
+        lambda original: lambda name: "broken"
+    )
+    assert seam.differs is not None and not seam.pure
+    dispatch = seam.replacement(naming.is_valid_name)
+    assert dispatch("ok") is naming.is_valid_name("ok")
+    assert dispatch("xy") == "broken"
+    assert dispatch.__wrapped__ is naming.is_valid_name
+    raising = replaced_when(PURE_TARGET, lambda original, name: 1 / 0)(
+        lambda original: lambda name: "broken"
+    )
+    assert raising.replacement(naming.is_valid_name)("ok") == "broken"  # cannot tell: broken
+
+
+def test_a_guarded_method_gets_its_instance_and_an_async_one_its_coroutine():
+    class Engine:
+        def __init__(self, label):
+            self.label = label
+
+        async def start(self, n):
+            return ("original", self.label, n)
+
+    seam = replaced_when("x.Engine.start", lambda original, self, n: n > 1)(
+        lambda original: lambda self, n: original(self, -n)
+    )
+    with mock.patch.object(Engine, "start", seam.replacement(Engine.start)):
+        import asyncio
+
+        assert asyncio.run(Engine("a").start(1)) == ("original", "a", 1)
+        assert asyncio.run(Engine("b").start(2)) == ("original", "b", -2)
+
+
+def _asked(target: str, client: BrokenClient, calls: dict[str, list[tuple]]) -> recording.Records:
+    """Records of the guarded seams of `client` asked at each call of `target` by case."""
+    records = recording.Records()
+    guards = {
+        seam.target: [(recording.guard_key(client.name, seam.target), seam.differs)]
+        for seam in client.seams
+        if seam.differs is not None
+    }
+    recorder = recording.GuardRecorder(guards, records)
+    original = pkgutil.resolve_name(target)
+    recorder.start()
+    try:
+        for case, arguments in calls.items():
+            os.environ[recording.CASE_ENV] = case
+            for args in arguments:
+                assert pkgutil.resolve_name(target)(*args) == original(*args)  # unchanged
+    finally:
+        os.environ.pop(recording.CASE_ENV, None)
+        recorder.stop()
+    assert pkgutil.resolve_name(target) is original
+    return records
+
+
+def test_a_guarded_seam_selects_the_cases_where_differs_said_yes():
+    client = _guarded_probe(PURE_TARGET, lambda original, name: len(name) > 64)
+    records = _asked(PURE_TARGET, client, {"t.py::short": [("ok",)], "t.py::long": [("x" * 70,)]})
+    path, body = _function_lines(naming.is_valid_name)
+    ran_both = Trace({path: {min(body): {"t.py::short", "t.py::long"}}})
+    assert zoo_impact.selection(client, ran_both, records) == {"t.py::long"}
+    # without records of it (an older trace), its lines select as any impure seam's do
+    assert zoo_impact.selection(client, ran_both, recording.Records()) == {
+        "t.py::short",
+        "t.py::long",
+    }
+
+
+def test_a_guarded_seam_run_in_a_case_s_own_process_selects_that_case():
+    client = _guarded_probe(PURE_TARGET, lambda original, name: False)
+    records = _asked(PURE_TARGET, client, {"t.py::local": [("ok",)]})
+    path, body = _function_lines(naming.is_valid_name)
+    trace = Trace(
+        {path: {min(body): {"t.py::local", "t.py::remote"}}},
+        remote={path: {min(body): {"t.py::remote"}}},
+    )
+    assert zoo_impact.selection(client, trace, records) == {"t.py::remote"}
+
+
+def test_a_guarded_seam_saying_yes_outside_any_case_runs_every_case():
+    client = _guarded_probe(PURE_TARGET, lambda original, name: True)
+    records = _asked(PURE_TARGET, client, {OUTSIDE: [("ok",)]})
+    assert zoo_impact.selection(client, _trace(), records) is None
+
+
+def test_every_guarded_seam_of_the_zoo_replaces_a_function_and_is_watched():
+    guards = recording.zoo_guards()
+    for client in BROKEN.values():
+        for seam in client.seams:
+            if seam.differs is None:
+                continue
+            assert isinstance(zoo_impact.seam_lines(seam.target), dict), seam.target
+            original = pkgutil.resolve_name(seam.target)
+            assert callable(original) and not isinstance(original, type), seam.target
+            keys = [key for key, _ in guards[seam.target]]
+            assert keys.count(recording.guard_key(client.name, seam.target)) == 1
+
+
+def test_the_guard_recorder_reaches_names_imported_before_it_started():
+    """engine.py does `from discovery import discover`, at import: a broken client patches
+    before the reference client is imported and so reaches that name; the traced run's
+    recorder starts later and must reach it too."""
+    from mcp_host_conformance.reference_client import discovery, engine
+
+    original = discovery.discover
+    assert engine.discover is original
+    target = f"{discovery.__name__}.discover"
+    recorder = recording.GuardRecorder(
+        {target: [("probe:" + target, lambda original, *a, **k: True)]}, recording.Records()
+    )
+    recorder.start()
+    try:
+        assert engine.discover is discovery.discover is not original
+        assert engine.discover.__wrapped__ is original
+    finally:
+        recorder.stop()
+    assert engine.discover is discovery.discover is original
+    with pytest.raises(ValueError, match="another guarded target"):
+        recording.GuardRecorder(
+            {target: [], f"{engine.__name__}.discover": []}, recording.Records()
+        )

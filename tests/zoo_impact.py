@@ -18,14 +18,21 @@ host, the person's `mcp add` in a pty, the official framework's scenarios) alway
 unless that process was traced too: the traced run hands coverage to every Python process
 it starts (COVERAGE_PROCESS_START), naming the running case (MCP_ZOO_CASE), so a process
 started for one case (an official scenario's client command) records its lines under that
-case. A process that outlives its case (the restarted host serves every later case of the
-run) names only the first, so the later ones still always run.
+case. A process that outlives its case names only the first: the restarted host, shared by
+the cases of a run, is therefore started once per case in a traced run
+(fresh_process.PER_CASE_ENV), and a case served by one an earlier case started
+(`fresh_process.reused`) always runs.
 
 A pure replacement (`@pure`) of a pure function the traced run recorded the calls of
 (tests/zoo/recording.py) selects more finely: only the cases in which it answers one of
 their recorded calls otherwise. The traced processes record their calls too (the coverage
 configuration loads tests/zoo/remote_recording.py in each), so lines a process of a case's
 own executed (`Trace.remote`) count only for a case no such process kept a journal for.
+
+A seam made by `replaced_when` (tests/zoo/client.py) hands the original every call its
+`differs` says no to, so a run against its client is the reference run until `differs` first
+says yes: the traced run asks `differs` at every call (`GuardRecorder`), and the seam selects
+the cases in which it said yes, and those in which a process of their own ran the function.
 
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
@@ -43,8 +50,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from mcp_host_conformance.harness import fresh_process
 from mcp_host_conformance.zoo import BrokenClient, remote_recording
-from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, zoo_pure_targets
+from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, guard_key, zoo_pure_targets
 from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
 # Traced: the reference client (the seams) and the harness (where a case starts a process).
@@ -145,6 +153,14 @@ class Trace:
                     found |= cases
         return found - {OUTSIDE} - self.traced_elsewhere
 
+    def reusing(self) -> set[str]:
+        """The cases served by a restarted host an earlier case started (its lines are
+        credited to that one): they always run. None in a traced run, which gives each case
+        a restarted host of its own (run_suite sets fresh_process.PER_CASE_ENV)."""
+        code = fresh_process.reused.__code__
+        found = self.executing(os.path.realpath(code.co_filename), _body(code))
+        return found - {OUTSIDE}
+
     def executing(self, path: str, lines: Iterable[int], *, remote: bool = False) -> set[str]:
         """The cases that executed one of `lines` of `path` (`remote`: in a process of
         their own)."""
@@ -214,12 +230,23 @@ def selection(
     cases in which it answers a recorded call otherwise (tests/zoo/recording.py), and those
     that executed the function in a process of their own that kept no journal."""
     records = Records() if records is None else records  # nothing recorded
-    selected = trace.spawning()
+    selected = trace.spawning() | trace.reusing()
     recorded = records.targets()
     for seam in client.seams:
         lines = seam_lines(seam.target)
         if lines is None:
             return None
+        key = guard_key(client.name, seam.target)
+        if seam.differs is not None and key in records.guarded:
+            # where `differs` said yes in the run's own process, and wherever another
+            # process ran the function (nobody asked `differs` there)
+            cases = records.diverged.get(key, set()).union(
+                *(trace.executing(path, numbers, remote=True) for path, numbers in lines.items())
+            )
+            if OUTSIDE in cases:
+                return None
+            selected |= cases
+            continue
         by_answers = seam.pure and seam.target in recorded
         for path, numbers in lines.items():
             # by its answers, the lines count only where nothing was recorded: another

@@ -22,6 +22,7 @@ reachable from its module's top level (an attribute, or an item of a list, tuple
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -32,7 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from unittest import mock
 
-__all__ = ["BrokenAdapter", "BrokenClient", "Seam", "constant", "pure", "replaced"]
+__all__ = [
+    "BrokenAdapter",
+    "BrokenClient",
+    "Seam",
+    "constant",
+    "pure",
+    "replaced",
+    "replaced_when",
+]
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,12 @@ class Seam:
     def pure(self) -> bool:
         """The replacement answers from its arguments alone (`@pure`)."""
         return bool(getattr(self.replacement, "pure", False))
+
+    @property
+    def differs(self) -> Callable[..., bool] | None:
+        """For a seam made by `replaced_when`: which calls the replacement takes (None:
+        every call)."""
+        return getattr(self.replacement, "differs", None)
 
 
 MakeT = TypeVar("MakeT", bound=Callable[[Any], Any])
@@ -71,6 +86,53 @@ def replaced(target: str) -> Callable[[Callable[[Any], Any]], Seam]:
         return Seam(target, make)
 
     return decorate
+
+
+def replaced_when(
+    target: str, differs: Callable[..., bool]
+) -> Callable[[Callable[[Any], Any]], Seam]:
+    """Decorator: `@replaced_when("mod.func", differs) def make(original): return new` -> a
+    Seam whose replacement hands a call to `new` only when `differs(original, *args,
+    **kwargs)` is true of it (or raises), and every other call to the original itself.
+
+    So a run against the client is the reference run up to the first call `differs` is true
+    of, by construction: the self-test asks `differs` the same question at each call of the
+    traced reference run (tests/zoo/recording.py, `GuardRecorder`) and runs only the cases
+    in which it said yes, instead of every case that ran the function. `differs` must only
+    look: no I/O but reading, no state, no clock; an async target's `differs` is asked
+    before the call, of its arguments (its coroutine is the original's or `new`'s).
+    """
+
+    def decorate(make: Callable[[Any], Any]) -> Seam:
+        def dispatching(original: Callable[..., Any]) -> Callable[..., Any]:
+            new = make(original)
+
+            # a plain function wrapping the original, as the traced run's wrapper is: bound
+            # as a method too, it hands back what the chosen function returns (a coroutine)
+            @functools.wraps(original)
+            def dispatch(*args: Any, **kwargs: Any) -> Any:
+                chosen = new if asks(differs, original, args, kwargs) else original
+                return chosen(*args, **kwargs)
+
+            return dispatch
+
+        dispatching.differs = differs  # type: ignore[attr-defined]
+        return Seam(target, dispatching)
+
+    return decorate
+
+
+def asks(
+    differs: Callable[..., bool],
+    original: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> bool:
+    """`differs`'s answer for one call; one that raises counts as yes."""
+    try:
+        return bool(differs(original, *args, **kwargs))
+    except Exception:  # noqa: BLE001 - cannot tell: the replacement takes it
+        return True
 
 
 @dataclass(frozen=True)

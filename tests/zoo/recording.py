@@ -28,6 +28,7 @@ import hashlib
 import os
 import pickle
 import pkgutil
+import sys
 import threading
 import types
 from collections import Counter
@@ -121,6 +122,10 @@ class Records:
     # the cases a process of their own started under (its journal holds every call it made
     # through the targets, or marks them unrecordable), whether it made any or not
     recorded_elsewhere: set[str] = field(default_factory=set)
+    # per `replaced_when` seam watched in the run's own process (`guard_key`): the cases in
+    # which its `differs` said yes at some call (GuardRecorder)
+    guarded: set[str] = field(default_factory=set)
+    diverged: dict[str, set[str]] = field(default_factory=dict)
 
     def targets(self) -> set[str]:
         """The recorded targets that answered each question one way (pure in the run)."""
@@ -240,6 +245,31 @@ def _pickled(value: Any) -> bytes | None:
         return None
 
 
+_REFERENCE = "mcp_host_conformance.reference_client"
+
+
+def _patches_everywhere(wrappers: Iterable[tuple[str, Any, Any]]) -> list[Any]:
+    """Patches putting each wrapper at its target, and at every other attribute of a module of
+    the reference client imported by now that holds the original function (a `from M import
+    f` run before the patch, here by resolving another target): a broken client patches
+    before the reference client is imported, so its patch reaches every such name, and the
+    recorder must see what it sees (engine's `discover`). A method is one class attribute.
+    The pure functions' Recorder patches their targets only: several name one function
+    (`url_refusal`), and a name patched by two would be credited to one of them."""
+    patches = []
+    for target, original, wrapper in wrappers:
+        patches.append(mock.patch(target, wrapper))
+        if not isinstance(original, types.FunctionType) or "." in original.__qualname__:
+            continue
+        for name, module in list(sys.modules.items()):
+            if module is None or not (name == _REFERENCE or name.startswith(_REFERENCE + ".")):
+                continue
+            for attribute, value in list(vars(module).items()):
+                if value is original and f"{name}.{attribute}" != target:
+                    patches.append(mock.patch.object(module, attribute, wrapper))
+    return patches
+
+
 class Recorder:
     """Wrappers of the pure targets that record each call under the running case."""
 
@@ -289,6 +319,68 @@ class Recorder:
                 self.records.unrecordable.setdefault(target, set()).add(case)
             else:
                 self.records.add(target, case, call, pickled)
+
+
+def guard_key(client: str, target: str) -> str:
+    return f"{client}:{target}"
+
+
+def zoo_guards() -> dict[str, list[tuple[str, Callable[..., bool]]]]:
+    """Per target, the (key, differs) of every `replaced_when` seam of the zoo."""
+    from mcp_host_conformance.zoo import BROKEN
+
+    guards: dict[str, list[tuple[str, Callable[..., bool]]]] = {}
+    for client in BROKEN.values():
+        for seam in client.seams:
+            if seam.differs is not None:
+                key = guard_key(client.name, seam.target)
+                guards.setdefault(seam.target, []).append((key, seam.differs))
+    return guards
+
+
+class GuardRecorder:
+    """Wrappers of the targets of `replaced_when` seams (tests/zoo/client.py) that ask each
+    seam's `differs` of every call, as the broken client would, and note the running case
+    when it says yes: where a run against that client stops being the reference run."""
+
+    def __init__(
+        self, guards: dict[str, list[tuple[str, Callable[..., bool]]]], records: Records
+    ) -> None:
+        self.records = records
+        self._lock = threading.Lock()
+        self._wrappers = []
+        for target, watched in sorted(guards.items()):
+            records.guarded.update(key for key, _ in watched)
+            original = pkgutil.resolve_name(target)
+            if any(original is known for _, known, _ in self._wrappers):
+                raise ValueError(f"{target}: a function another guarded target names too")
+            self._wrappers.append((target, original, self._wrap(original, watched)))
+        self._patches: list[Any] = []
+
+    def start(self) -> None:
+        self._patches = _patches_everywhere(self._wrappers)
+        for patch in self._patches:
+            patch.start()
+
+    def stop(self) -> None:
+        for patch in reversed(self._patches):
+            patch.stop()
+
+    def _wrap(
+        self, original: Callable[..., Any], watched: list[tuple[str, Callable[..., bool]]]
+    ) -> Callable[..., Any]:
+        from mcp_host_conformance.zoo.client import asks
+
+        @functools.wraps(original)
+        def asked(*args: Any, **kwargs: Any) -> Any:
+            case = os.environ.get(CASE_ENV, "")
+            for key, differs in watched:
+                if asks(differs, original, args, kwargs):
+                    with self._lock:
+                        self.records.diverged.setdefault(key, set()).add(case)
+            return original(*args, **kwargs)
+
+        return asked
 
 
 JOURNAL_SUFFIX = ".journal"

@@ -4,8 +4,9 @@
 line: every other case is deselected (and reported so). With MCP_ZOO_TRACE set (a traced
 reference run) it names the running case in MCP_ZOO_CASE, so a process a case starts (the
 official framework's client command) records its coverage under that case. With
-MCP_ZOO_RECORD naming a file, it records the calls of the pure functions the zoo patches
-there (tests/zoo/recording.py). Without any of them it does nothing.
+MCP_ZOO_RECORD naming a file, it records there the calls of the pure functions the zoo
+patches, and the cases in which a `replaced_when` seam's `differs` said yes
+(tests/zoo/recording.py). Without any of them it does nothing.
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ from pathlib import Path
 import pytest
 
 from mcp_host_conformance.zoo import remote_recording
-from mcp_host_conformance.zoo.recording import CASE_ENV, RECORD_ENV, Recorder, zoo_pure_targets
+from mcp_host_conformance.zoo.recording import (
+    CASE_ENV,
+    RECORD_ENV,
+    GuardRecorder,
+    Recorder,
+    zoo_guards,
+    zoo_pure_targets,
+)
 
 CASES_ENV = "MCP_ZOO_CASES"
 TRACE_ENV = "MCP_ZOO_TRACE"
-_RECORDER = pytest.StashKey[tuple[Recorder, Path]]()
+_RECORDER = pytest.StashKey[tuple[Recorder, GuardRecorder, Path]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,13 +40,16 @@ def pytest_configure(config: pytest.Config) -> None:
     remote_recording.discard()
     recorder = Recorder(zoo_pure_targets())
     recorder.start()
-    config.stash[_RECORDER] = (recorder, Path(destination))
+    guards = GuardRecorder(zoo_guards(), recorder.records)  # over the pure ones' wrappers
+    guards.start()
+    config.stash[_RECORDER] = (recorder, guards, Path(destination))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     found = config.stash.get(_RECORDER, None)
     if found is not None:
-        recorder, destination = found
+        recorder, guards, destination = found
+        guards.stop()
         recorder.stop()
         recorder.records.dump(destination)
 
