@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced, replaced_when
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
@@ -28,7 +28,11 @@ def _empty_is_yes(original):
     return is_approved
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
+def _read_only(original, self, offered, view, report) -> bool:
+    return (offered.tool.get("annotations") or {}).get("readOnlyHint") is True
+
+
+@replaced_when("mcp_host_conformance.reference_client.turn.Conversation.ask_approval", _read_only)
 def _skip_read_only(original):
     async def approve(self, offered, view, report):
         if (offered.tool.get("annotations") or {}).get("readOnlyHint") is True:
@@ -59,7 +63,14 @@ def _exposed_name(original):
     return confirmation
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
+def _with_headers(original, self, offered, view, report) -> bool:
+    server = self.discovery.servers[offered.server]
+    return bool(getattr(server.session.transport, "_headers", {}))
+
+
+@replaced_when(
+    "mcp_host_conformance.reference_client.turn.Conversation.ask_approval", _with_headers
+)
 def _headers_in_confirmation(original):
     async def approve(self, offered, view, report):
         server = self.discovery.servers[offered.server]

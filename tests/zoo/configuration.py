@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from mcp_host_conformance.zoo.client import BrokenClient, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, replaced, replaced_when
 
 
 async def _probe(server) -> None:
@@ -50,7 +50,17 @@ def _project_servers(cwd: Path) -> list:
     return found
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _a_project_config(original, self, servers, **options) -> bool:
+    return bool(_project_servers(Path(options["cwd"])))
+
+
+def _only_a_project_config(original, self, servers, **options) -> bool:
+    return not servers and bool(_project_servers(Path(options["cwd"])))
+
+
+@replaced_when(
+    "mcp_host_conformance.reference_client.engine.HostEngine.__init__", _a_project_config
+)
 def _read_project_config(original):
     def init(self, servers, **options):
         original(self, [*servers, *_project_servers(Path(options["cwd"]))], **options)
@@ -109,7 +119,9 @@ def _remove_keeps(original):
     return remove
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+@replaced_when(
+    "mcp_host_conformance.reference_client.engine.HostEngine.__init__", _only_a_project_config
+)
 def _project_config_as_fallback(original):
     def init(self, servers, **options):
         if not servers:  # "no servers of your own: use the project's"

@@ -9,7 +9,14 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    Seam,
+    constant,
+    pure,
+    replaced,
+    replaced_when,
+)
 
 
 def _merged(servers, kind):
@@ -28,7 +35,14 @@ def _merged(servers, kind):
     ]
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _merging(kind):
+    def differs(original, servers, **options) -> bool:
+        return _merged(servers, kind) != list(servers)
+
+    return differs
+
+
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", _merging("http"))
 def _headers_to_all(original):
     async def discover(servers, **options):
         return await original(_merged(servers, "http"), **options)
@@ -36,7 +50,7 @@ def _headers_to_all(original):
     return discover
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", _merging("stdio"))
 def _env_to_all(original):
     async def discover(servers, **options):
         return await original(_merged(servers, "stdio"), **options)
@@ -44,7 +58,13 @@ def _env_to_all(original):
     return discover
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _remote_headers(original, self, servers, **options) -> bool:
+    from mcp_host_conformance.reference_client.config import HttpServerConfig
+
+    return any(isinstance(server, HttpServerConfig) and server.headers for server in servers)
+
+
+@replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.__init__", _remote_headers)
 def _headers_to_model(original):
     from mcp_host_conformance.reference_client.config import HttpServerConfig
 
@@ -57,7 +77,11 @@ def _headers_to_model(original):
     return init
 
 
-@replaced("mcp_host_conformance.reference_client.redaction.Redactor.redact")
+def _redacts(original, self, text) -> bool:
+    return original(self, text) != text
+
+
+@replaced_when("mcp_host_conformance.reference_client.redaction.Redactor.redact", _redacts)
 def _no_redaction(original):
     del original
     return lambda self, text: text

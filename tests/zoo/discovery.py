@@ -7,7 +7,7 @@ import json
 import weakref
 from contextvars import ContextVar
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced, replaced_when
 
 
 @replaced("mcp_host_conformance.reference_client.discovery.connected_line")
@@ -43,7 +43,12 @@ def _default_connect_timeout(original):
     return connect_server
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def several_servers(original, servers, **options) -> bool:
+    """A `discover` that differs only in what it does with more than one server."""
+    return len(servers) > 1
+
+
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
 def _stop_at_first_failure(original):
     from mcp_host_conformance.reference_client import builtins, discovery
 
@@ -146,7 +151,15 @@ def _reconnect_each_question(original):
     return ask
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def over_stdio(original, server, transport, **options) -> bool:
+    """A `connect_server` that changes only what it does for a stdio server."""
+    from mcp_host_conformance.reference_client.config import StdioServerConfig
+    from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
+
+    return isinstance(transport, StdioTransport) or isinstance(server, StdioServerConfig)
+
+
+@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
 def _stdio_one_at_a_time(original):
     from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
 
@@ -235,7 +248,7 @@ def _one_budget_for_all_servers(original, measure, limit: int, what: str):
     return discover
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
 def _tools_limit_across_servers(original):
     return _one_budget_for_all_servers(original, len, 128, "128 tools")
 
@@ -247,7 +260,7 @@ def _definitions_bytes(tools) -> int:
     return sum(limits.json_size({k: t[k] for k in keys if k in t}) for t in tools)
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
 def _definitions_limit_across_servers(original):
     return _one_budget_for_all_servers(original, _definitions_bytes, 64 * 1024, "64 KiB")
 
@@ -293,7 +306,7 @@ def _null_schema_is_empty(original):
     return check_tools
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
 def _no_limits_for_stdio(original):
     from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
 

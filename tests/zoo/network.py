@@ -154,16 +154,7 @@ CLIENTS = [
         "allows-plain-http",
         "Accepts plain-HTTP URLs to any host.",
         {"NET-1"},
-        (
-            constant(
-                "mcp_host_conformance.reference_client.transports.http.url_refusal",
-                lambda url: None,
-            ),
-            constant(
-                "mcp_host_conformance.reference_client.server_commands.url_refusal",
-                lambda url: None,
-            ),
-        ),
+        tuple(Seam(target, pure(lambda original: lambda url: None)) for target in _URL_REFUSAL),
         target="NET-1",
     ),
     BrokenClient(

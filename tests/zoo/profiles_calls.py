@@ -3,7 +3,7 @@ and untrusted marking (UNTR-1). Each is `reference-profiles` with one seam patch
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced, replaced_when
 
 _VALIDATION = "mcp_host_conformance.reference_client.validation"
 
@@ -54,7 +54,17 @@ def _bool_is_integer(original):
     return argument_problem
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.check_arguments")
+def _defaults_missing(original, self, offered, arguments) -> bool:
+    schema = offered.tool.get("inputSchema") or {}
+    return any(
+        isinstance(prop, dict) and "default" in prop and name not in arguments
+        for name, prop in (schema.get("properties") or {}).items()
+    )
+
+
+@replaced_when(
+    "mcp_host_conformance.reference_client.turn.Conversation.check_arguments", _defaults_missing
+)
 def _fills_defaults(original):
     def check_arguments(self, offered, arguments):
         problem = original(self, offered, arguments)
@@ -88,7 +98,11 @@ def _marks_after(original):
     return model_output
 
 
-@replaced(f"{_POLICY}.model_output")
+def _not_completed(original, self, outcome, server) -> bool:
+    return outcome.status != "completed"
+
+
+@replaced_when(f"{_POLICY}.model_output", _not_completed)
 def _marks_completed_only(original):
     from mcp_host_conformance.reference_client import results
 

@@ -7,12 +7,19 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced, replaced_when
 
 _GUARDED = "mcp_host_conformance.reference_client.transports.guarded"
 
 
-@replaced(f"{_GUARDED}.GuardedBackend.resolve")
+def _by_name(original, self, host, port, *args, **kwargs) -> bool:
+    """A `GuardedBackend` method that differs for a host name only (the mocks are literals)."""
+    from mcp_host_conformance.reference_client.private_addresses import parse_address
+
+    return parse_address(host) is None
+
+
+@replaced_when(f"{_GUARDED}.GuardedBackend.resolve", _by_name)
 def _literal_only(original):
     import anyio
 
@@ -27,7 +34,7 @@ def _literal_only(original):
     return resolve
 
 
-@replaced(f"{_GUARDED}.GuardedBackend.connect_tcp")
+@replaced_when(f"{_GUARDED}.GuardedBackend.connect_tcp", _by_name)
 def _connect_by_name(original):
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         await self.resolve(host, port)  # checked...

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    Seam,
+    constant,
+    pure,
+    replaced,
+    replaced_when,
+)
+
+_OUTCOME = "mcp_host_conformance.reference_client.turn.outcome_of_call"
 
 
 @replaced("mcp_host_conformance.reference_client.results.render_content")
@@ -82,7 +91,18 @@ def _timeout_failed(original):
     )
 
 
+def _erring(kind_test):
+    """An `outcome_of_call` that differs only for a call that ended in an error `kind_test`
+    is true of (a cancelled one raises in either)."""
+
+    def differs(original, call) -> bool:
+        return not call.cancelled() and call.exception() is not None and kind_test(call.exception())
+
+    return differs
+
+
 def _failed_on(kind_test):
+    @replaced_when(_OUTCOME, _erring(kind_test))
     def make(original):
         from mcp_host_conformance.reference_client import results
 
@@ -118,7 +138,11 @@ def _cancel_failed(original):
     return lambda: results.Outcome(results.FAILED, "The user cancelled the call.")
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
+def _an_output(original, self, item) -> bool:
+    return item.get("type") == "function_call_output"
+
+
+@replaced_when("mcp_host_conformance.reference_client.turn.Conversation.record", _an_output)
 def _outputs_twice(original):
     def record(self, item):
         original(self, item)
@@ -257,6 +281,7 @@ def _server_error_refused(original):
 
 
 def _failed_on_message(*words):
+    @replaced_when(_OUTCOME, _erring(lambda error: any(w in str(error) for w in words)))
     def make(original):
         from mcp_host_conformance.reference_client import results
 
@@ -271,7 +296,13 @@ def _failed_on_message(*words):
     return make
 
 
-@replaced("mcp_host_conformance.reference_client.turn.outcome_of_call")
+def _garbled(error) -> bool:
+    from mcp_host_conformance.reference_client.transports import ProtocolError
+
+    return isinstance(error, ProtocolError)
+
+
+@replaced_when(_OUTCOME, _erring(_garbled))
 def _garbled_failed(original):
     from mcp_host_conformance.reference_client import results
     from mcp_host_conformance.reference_client.transports import ProtocolError
@@ -321,7 +352,7 @@ def _drop_outputs_after_unknown(original):
     return record
 
 
-@replaced("mcp_host_conformance.reference_client.turn.outcome_of_call")
+@replaced_when(_OUTCOME, _erring(_oversized))
 def _terse_when_oversized(original):
     from mcp_host_conformance.reference_client import results
     from mcp_host_conformance.reference_client.transports import MessageTooLarge
@@ -374,17 +405,13 @@ CLIENTS = [
         "A connection lost after sending the call is reported failed.",
         # RES-12 and RETRY need a dropped call to end unknown: a failed precondition (RES-7)
         {"RES-7"},
-        (Seam("mcp_host_conformance.reference_client.turn.outcome_of_call", _failed_on(_dropped)),),
+        (_failed_on(_dropped),),
     ),
     BrokenClient(
         "oversized-as-failed",
         "A response over 1 MiB after sending the call is reported failed.",
         {"RES-8"},
-        (
-            Seam(
-                "mcp_host_conformance.reference_client.turn.outcome_of_call", _failed_on(_oversized)
-            ),
-        ),
+        (_failed_on(_oversized),),
     ),
     BrokenClient(
         "cancel-as-failed",
@@ -508,12 +535,7 @@ CLIENTS = [
         "stdio-exit-as-failed",
         "A stdio server that exits during a call is reported failed (it crashed).",
         {"RES-7"},  # RES-12 and RETRY see it as a failed precondition (RES-7), not their own
-        (
-            Seam(
-                "mcp_host_conformance.reference_client.turn.outcome_of_call",
-                _failed_on_message("the server exited", "closed its output"),
-            ),
-        ),
+        (_failed_on_message("the server exited", "closed its output"),),
         target="RES-7",
     ),
     BrokenClient(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced, replaced_when
+from mcp_host_conformance.zoo.sessions import calls_in_history
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.send_call")
@@ -92,7 +93,7 @@ def _repost_on_reconnect(original):
     return resume_stream
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
+@replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.start", calls_in_history)
 def _resend_unknown_on_resume(original):
     import json
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    Seam,
+    pure,
+    replaced,
+    replaced_when,
+)
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
@@ -20,7 +26,12 @@ def _outputs_not_saved(original):
     return record
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
+def calls_in_history(original, self) -> bool:
+    """A `HostEngine.start` that looks at the calls of a resumed session: one that has any."""
+    return any(item.get("type") == "function_call" for item in self.conversation.history)
+
+
+@replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.start", calls_in_history)
 def _replay_on_resume(original):
     import json
 
@@ -48,7 +59,11 @@ def _replay_on_resume(original):
     return start
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
+def _resumed(original, self, servers, **options) -> bool:
+    return options.get("history") is not None
+
+
+@replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.__init__", _resumed)
 def _forget_history(original):
     def init(self, servers, **options):
         options["history"] = None
@@ -57,7 +72,7 @@ def _forget_history(original):
     return init
 
 
-@replaced("mcp_host_conformance.reference_client.engine.HostEngine.start")
+@replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.start", calls_in_history)
 def _drop_unknown_tools(original):
     from mcp_host_conformance.reference_client import builtins
 
@@ -145,9 +160,9 @@ CLIENTS = [
         "A reopened session does not ask for the acknowledgement of its last, unknown call.",
         {"RETRY-2"},
         (
-            constant(
+            Seam(
                 "mcp_host_conformance.reference_client.turn.pending_in_history",
-                lambda items: False,
+                pure(lambda original: lambda items: False),
             ),
         ),
     ),

@@ -7,7 +7,8 @@ import os
 import shlex
 import signal
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, Seam, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.discovery import over_stdio
 
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
 
@@ -54,7 +55,7 @@ def _no_signals(original):
     return lambda pgid, sig: None
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
 def _exited_is_connected(original):
     from mcp_host_conformance.reference_client import config, discovery
 
