@@ -348,7 +348,7 @@ class GuardRecorder:
     ) -> None:
         self.records = records
         self._lock = threading.Lock()
-        self._wrappers = []
+        self._wrappers: list[tuple[str, Any, Callable[..., Any]]] = []
         for target, watched in sorted(guards.items()):
             records.guarded.update(key for key, _ in watched)
             original = pkgutil.resolve_name(target)
