@@ -140,7 +140,7 @@ def _send_denied_calls_later(original):
     return ask
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
+@replaced_when("mcp_host_conformance.reference_client.turn.Conversation.ask_approval", _read_only)
 def _trust_read_only_once_approved(original):
     async def approve(self, offered, view, report):
         trusted = self.__dict__.setdefault("zoo_trusted_tools", set())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced, replaced_when
 
 
 @replaced("mcp_host_conformance.reference_client.naming.plain_name")
@@ -50,7 +50,11 @@ def _no_note(original):
     return function_tool
 
 
-@replaced("mcp_host_conformance.reference_client.model.ModelClient.respond")
+def _after_a_call(original, self, input_items, *args, **kwargs) -> bool:
+    return any(item.get("type") == "function_call_output" for item in input_items)
+
+
+@replaced_when("mcp_host_conformance.reference_client.model.ModelClient.respond", _after_a_call)
 def _builtins_only_at_first(original):
     from mcp_host_conformance.reference_client import builtins
 

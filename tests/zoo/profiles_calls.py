@@ -81,7 +81,11 @@ def _fills_defaults(original):
 _POLICY = "mcp_host_conformance.reference_client.policy.ProfilePolicy"
 
 
-@replaced(f"{_POLICY}.model_output")
+def _of_a_server(original, self, outcome, server) -> bool:
+    return server is not None
+
+
+@replaced_when(f"{_POLICY}.model_output", _of_a_server)
 def _marks_after(original):
     from mcp_host_conformance.reference_client import results
     from mcp_host_conformance.reference_client.policy import UNTRUSTED_NOTE

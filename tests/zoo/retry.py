@@ -19,7 +19,14 @@ def _retry_after_timeout(original):
     return call
 
 
-@replaced("mcp_host_conformance.reference_client.turn_rules.TurnRules.before_question")
+def _asks_for_acknowledgement(original, self) -> bool:
+    return original(self) != "send"  # it only looks at the rules' state
+
+
+@replaced_when(
+    "mcp_host_conformance.reference_client.turn_rules.TurnRules.before_question",
+    _asks_for_acknowledgement,
+)
 def _no_acknowledgement(original):
     del original
     return lambda self: "send"  # whatever happened before, the question goes out

@@ -60,7 +60,7 @@ def _replay_on_resume(original):
 
 
 def _resumed(original, self, servers, **options) -> bool:
-    return options.get("history") is not None
+    return bool(options.get("history"))  # none and an empty one start the same history
 
 
 @replaced_when("mcp_host_conformance.reference_client.engine.HostEngine.__init__", _resumed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced, replaced_when
 
 _TURN_RULES = "mcp_host_conformance.reference_client.turn_rules"
 
@@ -48,7 +48,15 @@ def _count_per_session(original):
     return start_turn
 
 
-@replaced(f"{_TURN_RULES}.TurnRules.after_outputs")
+def _at_the_limit(original, self) -> bool:
+    """`after_outputs` would say other than "continue" (asked without calling it: it sets
+    `finishing`)."""
+    from mcp_host_conformance.reference_client import turn_rules
+
+    return self.finishing or self.calls_run >= turn_rules.MAX_CALLS_PER_TURN
+
+
+@replaced_when(f"{_TURN_RULES}.TurnRules.after_outputs", _at_the_limit)
 def _never_finish(original):
     del original
     return lambda self: "continue"  # refuses calls past the limit, but asks the model again
