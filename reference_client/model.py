@@ -25,7 +25,11 @@ import httpx
 
 from mcp_host_conformance.reference_client import untrusted_json
 from mcp_host_conformance.reference_client.transports import MessageTooLarge
-from mcp_host_conformance.reference_client.transports.http import ssl_context, trust_ready
+from mcp_host_conformance.reference_client.transports.http import (
+    NoCookies,
+    http_transport,
+    trust_ready,
+)
 from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -141,14 +145,12 @@ class ModelClient:
         self.model = model
         self._key = api_key
         trust_ready(base_url, ca_file)
-        transport = httpx.AsyncHTTPTransport(
-            verify=ssl_context(ca_file), retries=0, trust_env=False
-        )
         self._client = httpx.AsyncClient(
-            transport=transport,
+            transport=http_transport(ca_file),
             follow_redirects=False,
             trust_env=False,
             timeout=httpx.Timeout(REQUEST_TIMEOUT, connect=30.0),
+            cookies=NoCookies(),
         )
 
     def request_body(

@@ -15,18 +15,18 @@ resumes a stream), each checked afresh.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import typing
 from collections.abc import Collection
 
-import anyio
 import httpcore
-from httpcore._backends.auto import AutoBackend  # the default backend, for the real connect
 
 from mcp_host_conformance.reference_client.private_addresses import (
     address_refusal,
     parse_address,
 )
+from mcp_host_conformance.reference_client.transports.network import AsyncioBackend
 
 __all__ = ["GuardedBackend", "PrivateAddressRefused"]
 
@@ -40,7 +40,7 @@ class PrivateAddressRefused(httpcore.ConnectError):
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, allowed: Collection[str] = ()) -> None:
         self._allowed = frozenset(allowed)
-        self._backend = AutoBackend()
+        self._backend = AsyncioBackend()  # the real connect, to the checked addresses
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """Every address `host` has now, each checked; PrivateAddressRefused otherwise."""
@@ -49,7 +49,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             addresses = [str(literal)]
         else:
             try:
-                found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                found = await asyncio.get_running_loop().getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM
+                )
             except (OSError, UnicodeError) as exc:
                 raise httpcore.ConnectError(f"cannot resolve {host[:100]}: {exc}") from None
             addresses = list(dict.fromkeys(str(info[4][0]) for info in found))[:MAX_ADDRESSES]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import http.cookiejar
 import os
 import re
 import ssl
@@ -57,6 +58,7 @@ from mcp_host_conformance.reference_client.transports import (
     parse_json,
 )
 from mcp_host_conformance.reference_client.transports.guarded import GuardedBackend
+from mcp_host_conformance.reference_client.transports.network import AsyncioBackend
 from mcp_host_conformance.reference_client.transports.sse import SseParser
 
 ACCEPT = "application/json, text/event-stream"
@@ -141,25 +143,51 @@ def trust_ready(url: str, ca_file: Path | None = None) -> None:
         context.load_stores()
 
 
+class NoCookies(http.cookiejar.CookieJar):
+    """A jar that keeps nothing: a server's cookies are never sent back (MCP sessions go by
+    Mcp-Session-Id), and httpx's jar parsed every response's headers for them."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
+def http_transport(
+    ca_file: Path | None = None, refuse_private: Collection[str] | None = None
+) -> httpx.AsyncHTTPTransport:
+    """httpx's transport that never retries and connects through `network.AsyncioBackend`
+    (asyncio's streams, not anyio's), or through `guarded.GuardedBackend` when
+    `refuse_private` is given (profile private-address-refusal): it refuses private and
+    internal addresses but these exact allowed ones (PRIV-1)."""
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
+    # httpx takes no network backend, so its pool is rebuilt with the same settings and ours
+    # (httpx's own pool stays unused and is never opened).
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context(ca_file),
+        max_connections=100,  # httpx's default limits
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0,
+        retries=0,
+        network_backend=AsyncioBackend()
+        if refuse_private is None
+        else GuardedBackend(refuse_private),
+    )
+    return transport
+
+
 def http_client(
     ca_file: Path | None = None, refuse_private: Collection[str] | None = None
 ) -> httpx.AsyncClient:
-    """An httpx client that never retries, never redirects and ignores proxy variables.
-
-    `refuse_private`: when given (profile private-address-refusal), every connection goes
-    through `guarded.GuardedBackend`, which refuses private and internal addresses but
-    these exact allowed ones (PRIV-1)."""
-    transport = httpx.AsyncHTTPTransport(verify=ssl_context(ca_file), retries=0, trust_env=False)
-    if refuse_private is not None:
-        # httpx takes no network backend, so its pool is rebuilt with the same settings and
-        # the guarded one (httpx's own pool stays unused and is never opened).
-        transport._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context(ca_file),
-            retries=0,
-            network_backend=GuardedBackend(refuse_private),
-        )
+    """An httpx client that never retries, never redirects, keeps no cookies and ignores
+    proxy variables (`http_transport`)."""
     return httpx.AsyncClient(
-        transport=transport, follow_redirects=False, trust_env=False, timeout=httpx.Timeout(None)
+        transport=http_transport(ca_file, refuse_private),
+        follow_redirects=False,
+        trust_env=False,
+        timeout=httpx.Timeout(None),
+        cookies=NoCookies(),
     )
 
 
