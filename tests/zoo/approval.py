@@ -34,10 +34,10 @@ def _read_only(original, self, offered, view, report) -> bool:
 
 @replaced_when("mcp_host_conformance.reference_client.turn.Conversation.ask_approval", _read_only)
 def _skip_read_only(original):
+    del original
+
     async def approve(self, offered, view, report):
-        if (offered.tool.get("annotations") or {}).get("readOnlyHint") is True:
-            return "approved"
-        return await original(self, offered, view, report)
+        return "approved"  # without asking, for a tool `_read_only` is true of
 
     return approve
 
@@ -74,10 +74,9 @@ def _with_headers(original, self, offered, view, report) -> bool:
 def _headers_in_confirmation(original):
     async def approve(self, offered, view, report):
         server = self.discovery.servers[offered.server]
-        headers = getattr(server.session.transport, "_headers", {}) or {}
-        if headers:
-            shown = "\n".join(f"Header {k}: {v}" for k, v in headers.items())
-            view = dataclasses.replace(view, text=f"{shown}\n{view.text}")
+        headers = server.session.transport._headers  # some, as `_with_headers` saw
+        shown = "\n".join(f"Header {k}: {v}" for k, v in headers.items())
+        view = dataclasses.replace(view, text=f"{shown}\n{view.text}")
         return await original(self, offered, view, report)
 
     return approve

@@ -124,9 +124,8 @@ def _remove_keeps(original):
 )
 def _project_config_as_fallback(original):
     def init(self, servers, **options):
-        if not servers:  # "no servers of your own: use the project's"
-            servers = _project_servers(Path(options["cwd"]))
-        original(self, servers, **options)
+        # "no servers of your own: use the project's" (`_only_a_project_config`)
+        original(self, _project_servers(Path(options["cwd"])), **options)
 
     return init
 

@@ -59,8 +59,8 @@ def _builtins_only_at_first(original):
     from mcp_host_conformance.reference_client import builtins
 
     async def respond(self, input_items, tools, instructions, tool_choice=None):
-        if any(item.get("type") == "function_call_output" for item in input_items):
-            tools = [t for t in tools if t.get("name") not in builtins.NAMES]
+        # after a call (`_after_a_call`): the built-in tools are no longer offered
+        tools = [t for t in tools if t.get("name") not in builtins.NAMES]
         return await original(self, input_items, tools, instructions, tool_choice)
 
     return respond

@@ -90,10 +90,11 @@ def _marks_after(original):
     from mcp_host_conformance.reference_client import results
     from mcp_host_conformance.reference_client.policy import UNTRUSTED_NOTE
 
+    del original
+
     def model_output(self, outcome, server):
-        if server is None:
-            return original(self, outcome, server)
-        # the marking appended to the output, then the output limit applied to it all
+        # a server's output (`_of_a_server`): the marking appended to the output, then the
+        # output limit applied to it all
         marked = results.Outcome(
             outcome.status, f"{outcome.output}\n{UNTRUSTED_NOTE.format(server=server)}"
         )
@@ -110,10 +111,10 @@ def _not_completed(original, self, outcome, server) -> bool:
 def _marks_completed_only(original):
     from mcp_host_conformance.reference_client import results
 
+    del original
+
     def model_output(self, outcome, server):
-        if outcome.status != "completed":
-            return results.model_output(outcome)
-        return original(self, outcome, server)
+        return results.model_output(outcome)  # unmarked: not completed (`_not_completed`)
 
     return model_output
 

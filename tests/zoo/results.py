@@ -106,11 +106,10 @@ def _failed_on(kind_test):
     def make(original):
         from mcp_host_conformance.reference_client import results
 
-        def outcome_of(call):
-            error = call.exception()
-            if error is not None and kind_test(error):
-                return results.Outcome(results.FAILED, f"The call failed: {error}.")
-            return original(call)
+        del original
+
+        def outcome_of(call):  # an error `kind_test` is true of (`_erring`)
+            return results.Outcome(results.FAILED, f"The call failed: {call.exception()}.")
 
         return outcome_of
 
@@ -144,10 +143,9 @@ def _an_output(original, self, item) -> bool:
 
 @replaced_when("mcp_host_conformance.reference_client.turn.Conversation.record", _an_output)
 def _outputs_twice(original):
-    def record(self, item):
+    def record(self, item):  # a call's output (`_an_output`)
         original(self, item)
-        if item.get("type") == "function_call_output":
-            original(self, item)
+        original(self, item)
 
     return record
 
@@ -285,11 +283,10 @@ def _failed_on_message(*words):
     def make(original):
         from mcp_host_conformance.reference_client import results
 
-        def outcome_of_call(call):
-            error = call.exception()
-            if error is not None and any(w in str(error) for w in words):
-                return results.Outcome(results.FAILED, f"The call failed: {error}.")
-            return original(call)
+        del original
+
+        def outcome_of_call(call):  # an error whose text holds one of `words`
+            return results.Outcome(results.FAILED, f"The call failed: {call.exception()}.")
 
         return outcome_of_call
 
@@ -305,13 +302,12 @@ def _garbled(error) -> bool:
 @replaced_when(_OUTCOME, _erring(_garbled))
 def _garbled_failed(original):
     from mcp_host_conformance.reference_client import results
-    from mcp_host_conformance.reference_client.transports import ProtocolError
 
-    def outcome_of_call(call):
+    del original
+
+    def outcome_of_call(call):  # a ProtocolError (`_garbled`)
         error = call.exception()
-        if isinstance(error, ProtocolError):
-            return results.Outcome(results.FAILED, f"The server answered nonsense: {error}.")
-        return original(call)
+        return results.Outcome(results.FAILED, f"The server answered nonsense: {error}.")
 
     return outcome_of_call
 
@@ -355,12 +351,11 @@ def _drop_outputs_after_unknown(original):
 @replaced_when(_OUTCOME, _erring(_oversized))
 def _terse_when_oversized(original):
     from mcp_host_conformance.reference_client import results
-    from mcp_host_conformance.reference_client.transports import MessageTooLarge
 
-    def outcome_of_call(call):
-        if isinstance(call.exception(), MessageTooLarge):
-            return results.Outcome(results.UNKNOWN, "The server's answer was too large to read.")
-        return original(call)
+    del original
+
+    def outcome_of_call(call):  # a MessageTooLarge (`_oversized`)
+        return results.Outcome(results.UNKNOWN, "The server's answer was too large to read.")
 
     return outcome_of_call
 
