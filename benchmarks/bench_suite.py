@@ -215,6 +215,37 @@ def machine() -> str:
     )
 
 
+LOOP_ADDITIONS = 3_000_000
+
+
+def loop_speed() -> float:
+    """Milliseconds a fixed pure-Python loop takes here, best of three: the machine's speed
+    moves by up to 2x within a day (a shared host), and every figure moves with it."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.process_time()
+        total = 0
+        for i in range(LOOP_ADDITIONS):
+            total += i
+        best = min(best, time.process_time() - began)
+    return best * 1000
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(all, stolen) CPU ticks since boot from /proc/stat ((0, 0) where there is none)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return sum(fields[:8]), fields[7] if len(fields) > 7 else 0
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> str:
+    total, stolen = after[0] - before[0], after[1] - before[1]
+    return f"{100 * stolen / total:.1f}%" if total > 0 else "unknown"
+
+
 def verdict(run: Run, idle: dict[tuple[str, str], Run]) -> str:
     if run.mode != "default":
         return ""
@@ -242,11 +273,17 @@ def differences(runs: list[Run]) -> list[str]:
 
 
 def render(
-    runs: list[Run], costs: dict[str, dict[str, float]], started: str, load_before: str, burn: str
+    runs: list[Run],
+    costs: dict[str, dict[str, float]],
+    started: str,
+    load_before: str,
+    burn: str,
+    speed: str = "",
 ) -> str:
     idle = {(r.client, r.mode): r for r in runs if not r.loaded}
     lines = [
         f"Measured {started} on {load_before} (start of the run){burn}.",
+        *([speed] if speed else []),
         "",
         "| run | wall | target | floor: longest case | floor: deliberate waits "
         "| floor: CPU / cores | sum of case durations | cases |",
@@ -357,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown client(s): {', '.join(sorted(unknown))}")
     started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     load_before = machine()
-    print(f"machine: {load_before}", flush=True)
+    speed_before = loop_speed()
+    print(f"machine: {load_before}; fixed loop {speed_before:.0f} ms", flush=True)
 
     costs: dict[str, dict[str, float]] = {}
     burners = args.per_core * cores()
@@ -370,12 +408,20 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in costs[client].items()),
                 flush=True,
             )
+        ticks = cpu_ticks()
         runs = measure(clients, args.repeat, False, burners, scratch)
+        stolen = stolen_share(ticks, cpu_ticks())
+        speed = (
+            f"Machine speed: a fixed Python loop ({LOOP_ADDITIONS:,} additions, best of 3) took "
+            f"{speed_before:.0f} ms before the runs and {loop_speed():.0f} ms after the idle ones "
+            f"(compare figures only at similar speeds); the hypervisor took {stolen} of the CPU "
+            "during the idle runs."
+        )
         burn = ""
         if args.loaded:
             runs += measure(clients, args.repeat, True, burners, scratch)
             burn = f"; loaded runs with {burners} CPU burners, load average then {machine()}"
-    figures = render(runs, costs, started, load_before, burn)
+    figures = render(runs, costs, started, load_before, burn, speed)
     print()
     print(figures)
     if args.update_docs:
