@@ -83,6 +83,9 @@ class Case:
         self.project.mkdir()
         self.hosts: list[Host] = []
         self.mocks: list[Closable] = []  # closed last-started first
+        # processes serving the client for this case only (a per-case restarted host):
+        # closed after its hosts stopped and its mocks closed
+        self.adapters: list[Adapter] = []
         self.stdio_mocks: list[StdioServerMock] = []
         self._count = 0
 
@@ -101,6 +104,13 @@ class Case:
         for closable in reversed(self.mocks):
             try:
                 closable.close()
+            except Exception as exc:  # noqa: BLE001 - keep closing the others
+                problems.append(exc)
+        for adapter in self.adapters:
+            close = getattr(adapter, "close", None)
+            try:
+                if callable(close):
+                    close()
             except Exception as exc:  # noqa: BLE001 - keep closing the others
                 problems.append(exc)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -300,14 +310,10 @@ def restarted_host(
     stopped with the case."""
     from mcp_host_conformance.harness import fresh_process
 
-    own: list[Adapter] = []  # with PER_CASE_ENV: this case's, closed after its hosts stop
-
     def restart() -> Host:
         if fresh_process.per_case():
-            if not own:  # closed after every host of the case stopped (mocks close last)
-                started = fresh_process.shared(pytestconfig, own)
-                case.mocks.insert(0, started)  # type: ignore[arg-type]
-            adapter = own[0]
+            # this case's own, closed with it (Case.close), shared by its restarts
+            adapter = fresh_process.shared(pytestconfig, case.adapters)
         else:
             adapter = fresh_process.shared(pytestconfig, _second_process)
         again = dataclasses.replace(host, adapter=adapter)

@@ -408,3 +408,56 @@ def test_a_client_that_cannot_describe_itself_stops_the_run_with_one_line(
     ]
     assert "passed" not in result.stdout.str()
     assert len(log.read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("per_case", [False, True])
+def test_restarted_hosts_are_shared_by_the_run_or_one_per_case(
+    sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, per_case: bool
+) -> None:
+    """`restarted_host()` drives the client from one process the run's cases share, or (with
+    MCP_HOST_CONFORMANCE_RESTART_PER_CASE, the self-test's traced runs) from one of each
+    case's own, ended with the case."""
+    from mcp_host_conformance.harness import fresh_process
+
+    monkeypatch.setenv("PYTHONPATH", str(sandbox.path))  # the restarted host imports the fake
+    monkeypatch.setenv(fresh_process.PER_CASE_ENV, "1" if per_case else "0")
+    pids = sandbox.path / "pids.txt"
+    _case(
+        sandbox,
+        f"""
+        import os
+
+        PIDS = {str(pids)!r}
+
+        def served_by(restarted_host):
+            first, again = restarted_host(), restarted_host()
+            assert first.adapter is again.adapter  # a case's restarts share one process
+            first.adapter.describe()  # started now
+            return first.adapter._process.popen.pid
+
+        def alive(pid):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+
+        @pytest.mark.requirements("SESS-3")
+        def test_one(restarted_host):
+            with open(PIDS, "a") as out:
+                out.write(f"{{served_by(restarted_host)}}\\n")
+
+        @pytest.mark.requirements("SESS-3")
+        def test_two(restarted_host):
+            earlier = int(open(PIDS).read().split()[0])
+            pid = served_by(restarted_host)
+            assert (pid != earlier) == {per_case!r}
+            assert alive(earlier) == (not {per_case!r})  # a case's own ended with it
+            with open(PIDS, "a") as out:
+                out.write(f"{{pid}}\\n")
+        """,
+    )
+    result = run(sandbox)
+    result.assert_outcomes(passed=2)
+    first, second = (int(pid) for pid in pids.read_text().split())
+    assert (first != second) is per_case
