@@ -235,7 +235,7 @@ def test_connection_limit_covers_initialize_and_discovery(host, http_mock, stdio
     and skipped: a stalled initialize or tools/list, over HTTP and stdio, and requests that
     each answer in time but together take longer than the limit."""
     late = _slow_servers(host, http_mock, stdio_mock, timeouts.connect)
-    running = host.start()
+    running = host.start(connect_timeout=timeouts.connect)
     for name, why in late:
         expect_unavailable(running, name, "DISC-3", why)
     expect_available(running, "docs", "DISC-3", "healthy")
@@ -277,7 +277,7 @@ def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock, des
 
 
 @pytest.mark.requirements("DISC-4")
-def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case):
+def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case, timeouts):
     """A failed server never stops chat or the other servers: offline, stalled, failing with
     an HTTP server error, a missing command and a garbage-speaking stdio server beside a
     healthy HTTP and a healthy stdio server, both still offered and callable."""
@@ -292,7 +292,8 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
     host.add_http("docs", docs)
     host.add_stdio("local", local)
 
-    running = host.start()
+    # the stalled server costs the whole connect timeout: twice the short one, not `wait`
+    running = host.start(connect_timeout=2 * timeouts.connect)
     for name in ("offline", "stalled", "failing", "garbage", "missing"):
         expect_unavailable(running, name, "DISC-4", "broken")
     expect_available(running, "docs", "DISC-4", "healthy, HTTP")

@@ -279,7 +279,7 @@ def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
             running = host.start()
             assert running.status("docs").tools == 1 and running.status("nope") is None
             assert (
-                running.options.connect_timeout == timeouts.connect
+                running.options.connect_timeout == timeouts.wait  # unhurried by default
                 and running.options.cwd == project
             )
             answers = []
