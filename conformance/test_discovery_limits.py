@@ -20,7 +20,6 @@ from __future__ import annotations
 import pytest
 
 from mcp_host_conformance.conformance.server_status import expect_available, expect_unavailable
-from mcp_host_conformance.harness.hostrun import Timeouts
 from mcp_host_conformance.harness.observe import (
     model_requests,
     offered_function,
@@ -45,12 +44,6 @@ KIB = 1024
 WIDE = "€"  # one character, three UTF-8 bytes (and six as a JSON `\u20ac` escape)
 
 
-def unhurried(timeouts: Timeouts) -> float:
-    """The connect timeout for a limit case: no rule here is about time, and many servers
-    paging at once on a loaded machine must not be cut short by the scaled default."""
-    return max(timeouts.wait, 2 * timeouts.connect)
-
-
 def healthy(name: str) -> ServerSpec:
     return ServerSpec(name=name, tools=[Tool("query", "Tool query.", reply=Reply.text("ok"))])
 
@@ -59,14 +52,14 @@ def healthy(name: str) -> ServerSpec:
 
 
 @pytest.mark.requirements("DISC-6")
-def test_at_most_sixteen_pages(host, http_mock, timeouts):
+def test_at_most_sixteen_pages(host, http_mock):
     """At most 16 pages of `tools/list`. A server that needs a 17th page is unavailable
     (two tools a page, and one tool a page; two servers of 16 pages each both register)."""
     host.add_http("pages16", http_mock(pages_spec(16)))
     host.add_http("pages17", http_mock(pages_spec(17)))
     host.add_http("single16", http_mock(pages_spec(16, page_size=1)))
     host.add_http("single17", http_mock(pages_spec(17, page_size=1)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     expect_available(running, "pages16", "DISC-6", "16 pages of 2 tools", tools=32)
     expect_available(running, "single16", "DISC-6", "16 pages of 1 tool", tools=16)
     expect_unavailable(running, "pages17", "DISC-6", "17 pages of 2 tools")
@@ -77,14 +70,14 @@ def test_at_most_sixteen_pages(host, http_mock, timeouts):
 
 
 @pytest.mark.requirements("DISC-7")
-def test_at_most_128_tools(host, http_mock, timeouts):
+def test_at_most_128_tools(host, http_mock):
     """At most 128 tools per server; 129 makes the server unavailable: in one page and over
     several pages (16 a page); two servers of 128 tools each both register."""
     host.add_http("tools128", http_mock(many_tools_spec(128)))
     host.add_http("tools129", http_mock(many_tools_spec(129)))
     host.add_http("paged128", http_mock(many_tools_spec(128, page_size=16)))
     host.add_http("paged129", http_mock(many_tools_spec(129, page_size=16)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     expect_available(running, "tools128", "DISC-7", "128 tools in one page", tools=128)
     expect_available(running, "paged128", "DISC-7", "128 tools in 8 pages of 16", tools=128)
     expect_unavailable(running, "tools129", "DISC-7", "129 tools in one page")
@@ -101,7 +94,7 @@ def wide_schema_spec(n_bytes: int) -> ServerSpec:
 
 
 @pytest.mark.requirements("DISC-8")
-def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock, timeouts):
+def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock):
     """Each `inputSchema` must be a JSON object of at most 16 KiB; otherwise the server is
     unavailable (size: UTF-8 length of the compact JSON; 15 KiB vs 17 KiB, also with
     multi-byte text: 15 KiB accepted, 18 KiB in 6,144 characters refused)."""
@@ -117,7 +110,7 @@ def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock, timeo
     host.add_http("kib17", http_mock(schema_spec(17 * KIB)))
     host.add_http("wide15", http_mock(wide_schema_spec(15 * KIB)))
     host.add_http("wide18", http_mock(wide_schema_spec(18 * KIB)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     expect_available(running, "kib15", "DISC-8", "a 15 KiB schema", tools=2)
     expect_available(
         running,
@@ -139,14 +132,14 @@ def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock, timeo
 
 
 @pytest.mark.requirements("DISC-8")
-def test_schema_size_at_the_exact_boundary_is_reported(host, http_mock, record_property, timeouts):
+def test_schema_size_at_the_exact_boundary_is_reported(host, http_mock, record_property):
     """INFO: how the client treats a schema of exactly 16 KiB and of 16 KiB + 1 byte, in
     ASCII and in 3-byte characters."""
     host.add_http("exact", http_mock(schema_spec(16 * KIB)))
     host.add_http("over", http_mock(schema_spec(16 * KIB + 1)))
     host.add_http("wide_exact", http_mock(wide_schema_spec(16 * KIB)))
     host.add_http("wide_over", http_mock(wide_schema_spec(16 * KIB + 1)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     for name in ("exact", "over", "wide_exact", "wide_over"):
         status = running.status(name)
         record_property(f"schema_{name}_accepted", bool(status and status.connected))
@@ -187,7 +180,7 @@ def name_bulk_spec(total_bytes: int, name_bytes: int = 2 * KIB) -> ServerSpec:
 
 
 @pytest.mark.requirements("DISC-9")
-def test_tool_definitions_total_at_most_64_kib(host, http_mock, timeouts):
+def test_tool_definitions_total_at_most_64_kib(host, http_mock):
     """One server's tool definitions (names, descriptions, schemas) total at most 64 KiB; over
     that the server is unavailable (63 KiB vs 65 KiB, in ASCII and in 3-byte characters; the
     bulk in descriptions, in schemas or in names; two servers of 63 KiB both register)."""
@@ -197,7 +190,7 @@ def test_tool_definitions_total_at_most_64_kib(host, http_mock, timeouts):
     host.add_http("wide65", http_mock(definitions_spec(65 * KIB, fill=WIDE)))
     host.add_http("schemas65", http_mock(schema_bulk_spec(65 * KIB)))
     host.add_http("names65", http_mock(name_bulk_spec(65 * KIB)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     expect_available(running, "defs63", "DISC-9", "63 KiB of definitions")
     expect_available(
         running, "wide63", "DISC-9", "63 KiB of definitions in 3-byte characters (126 KiB escaped)"
@@ -212,16 +205,14 @@ def test_tool_definitions_total_at_most_64_kib(host, http_mock, timeouts):
 
 
 @pytest.mark.requirements("DISC-9")
-def test_definitions_size_at_the_exact_boundary_is_reported(
-    host, http_mock, record_property, timeouts
-):
+def test_definitions_size_at_the_exact_boundary_is_reported(host, http_mock, record_property):
     """INFO: how the client treats definitions of exactly 64 KiB and of 64 KiB + 1 byte, in
     ASCII and in 3-byte characters."""
     host.add_http("exact", http_mock(definitions_spec(64 * KIB)))
     host.add_http("over", http_mock(definitions_spec(64 * KIB + 1)))
     host.add_http("wide_exact", http_mock(definitions_spec(64 * KIB, fill=WIDE)))
     host.add_http("wide_over", http_mock(definitions_spec(64 * KIB + 1, fill=WIDE)))
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     for name in ("exact", "over", "wide_exact", "wide_over"):
         status = running.status(name)
         record_property(f"definitions_{name}_accepted", bool(status and status.connected))
@@ -242,9 +233,7 @@ def breakers() -> dict[str, ServerSpec]:
 
 
 @pytest.mark.requirements("DISC-10")
-def test_over_limit_server_tools_never_reach_the_model(
-    host, http_mock, stdio_mock, model, timeouts
-):
+def test_over_limit_server_tools_never_reach_the_model(host, http_mock, stdio_mock, model):
     """A server that breaks any discovery limit is registered not at all: none of its tools
     reaches the model (each limit broken over HTTP and over stdio)."""
     breaking = {}
@@ -260,7 +249,7 @@ def test_over_limit_server_tools_never_reach_the_model(
     local = stdio_mock(healthy("local"))
     host.add_http("docs", docs)
     host.add_stdio("local", local)
-    running = host.start(connect_timeout=unhurried(timeouts))
+    running = host.start()
     model.script([Step.text("hi")])
     running.ask("hello")
 

@@ -37,10 +37,11 @@ class PrivateAddressRefused(httpcore.ConnectError):
     """The host resolves to an address that is refused; nothing was connected."""
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
+class GuardedBackend(AsyncioBackend):
+    """The host's backend (`network.AsyncioBackend`) with every connect checked first."""
+
     def __init__(self, allowed: Collection[str] = ()) -> None:
         self._allowed = frozenset(allowed)
-        self._backend = AsyncioBackend()  # the real connect, to the checked addresses
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """Every address `host` has now, each checked; PrivateAddressRefused otherwise."""
@@ -79,7 +80,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         last: Exception | None = None
         for address in addresses:
             try:
-                return await self._backend.connect_tcp(
+                return await super().connect_tcp(
                     address,
                     port,
                     timeout=timeout,
@@ -90,14 +91,3 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 last = exc
         assert last is not None
         raise last
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not used for MCP servers")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._backend.sleep(seconds)

@@ -23,23 +23,23 @@ def _by_name(original, self, host, port, *args, **kwargs) -> bool:
 def _literal_only(original):
     import anyio
 
-    from mcp_host_conformance.reference_client.private_addresses import parse_address
+    del original
 
-    async def resolve(self, host, port):
-        if parse_address(host) is not None:
-            return await original(self, host, port)
+    async def resolve(self, host, port):  # a name (`_by_name`): trusted as it resolves
         found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        return [str(info[4][0]) for info in found]  # a name is trusted as it resolves
+        return [str(info[4][0]) for info in found]
 
     return resolve
 
 
 @replaced_when(f"{_GUARDED}.GuardedBackend.connect_tcp", _by_name)
 def _connect_by_name(original):
+    from mcp_host_conformance.reference_client.transports.network import AsyncioBackend
+
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         await self.resolve(host, port)  # checked...
-        return await self._backend.connect_tcp(  # ...then looked up again to connect
-            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        return await AsyncioBackend.connect_tcp(  # ...then looked up again to connect
+            self, host, port, timeout, local_address, socket_options
         )
 
     return connect_tcp
