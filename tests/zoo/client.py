@@ -38,6 +38,7 @@ __all__ = [
     "BrokenClient",
     "Seam",
     "constant",
+    "opaque",
     "pure",
     "replaced",
     "replaced_when",
@@ -57,6 +58,11 @@ class Seam:
         return bool(getattr(self.replacement, "pure", False))
 
     @property
+    def opaque(self) -> bool:
+        """The replacement is pure, and only the equality of its answers counts (`@opaque`)."""
+        return bool(getattr(self.replacement, "opaque", False))
+
+    @property
     def differs(self) -> Callable[..., bool] | None:
         """For a seam made by `replaced_when`: which calls the replacement takes (None:
         every call)."""
@@ -72,6 +78,18 @@ def pure(make: MakeT) -> MakeT:
     self-test then runs a case against it only if it answers one of the case's recorded
     calls of a pure reference function otherwise (tests/zoo/recording.py)."""
     make.pure = True  # type: ignore[attr-defined]
+    return make
+
+
+def opaque(make: MakeT) -> MakeT:
+    """`@pure`, for a function whose answers the reference client only compares with one
+    another and keeps (a hash a person approved): it never shows them, nor reads anything
+    in them. A case in which the replacement answers its recorded calls with other values
+    but equal where the reference's were equal (a renaming: same calls same answer, other
+    calls other answers) then runs as it ran against the reference, and is not selected.
+    The replacement must answer in the reference's form (a value of the same type)."""
+    make = pure(make)
+    make.opaque = True  # type: ignore[attr-defined]
     return make
 
 
@@ -99,8 +117,11 @@ def replaced_when(
     of, by construction: the self-test asks `differs` the same question at each call of the
     traced reference run (tests/zoo/recording.py, `GuardRecorder`) and runs only the cases
     in which it said yes, instead of every case that ran the function. `differs` must only
-    look: no I/O but reading, no state, no clock; an async target's `differs` is asked
-    before the call, of its arguments (its coroutine is the original's or `new`'s).
+    look: no I/O but reading, no clock, and no state but what the client's own replacements
+    keep for the case at hand (a removal they hold in memory for this file, a lock for this
+    discovery): the reference run never sets it, and in a run against the client it is set
+    only after a replacement ran, in a case selected for that. An async target's `differs`
+    is asked before the call, of its arguments (its coroutine is the original's or `new`'s).
     """
 
     def decorate(make: Callable[[Any], Any]) -> Seam:

@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import json
 
-from mcp_host_conformance.zoo.client import BrokenClient, pure, replaced
+from mcp_host_conformance.zoo.client import BrokenClient, opaque, pure, replaced, replaced_when
 
 _PINNING = "mcp_host_conformance.reference_client.pinning"
 
@@ -23,7 +23,7 @@ def _hash(value) -> str:
 
 
 @replaced(f"{_PINNING}.definition_hash")
-@pure
+@opaque
 def _description_only(original):
     def definition_hash(tool):
         return _hash({"name": tool.get("name"), "description": tool.get("description")})
@@ -32,7 +32,7 @@ def _description_only(original):
 
 
 @replaced(f"{_PINNING}.definition_hash")
-@pure
+@opaque
 def _without_annotations(original):
     def definition_hash(tool):
         return original({k: v for k, v in tool.items() if k != "annotations"})
@@ -41,7 +41,7 @@ def _without_annotations(original):
 
 
 @replaced(f"{_PINNING}.definition_hash")
-@pure
+@opaque
 def _in_listed_order(original):
     def definition_hash(tool):
         # json.dumps without sort_keys: the members' order as the server listed them
@@ -51,7 +51,37 @@ def _in_listed_order(original):
     return definition_hash
 
 
-@replaced(f"{_PINNING}.Approvals.seen")
+def _listed(tools) -> list:
+    """The tools a `seen` call records, as a list a guard may look at (an iterator it must
+    not consume: asked of one, a guard says yes)."""
+    if not isinstance(tools, list | tuple):
+        raise TypeError("not a list of tools")
+    return list(tools)
+
+
+def _lists_a_new_tool(original, self, server, destination, tools) -> bool:
+    """A `seen` that differs only for a tool never approved (new, or never approved)."""
+    pins = self.pins(server, destination).tools
+    return any(
+        getattr(pins.get(str(t.get("name"))), "approved", None) is None for t in _listed(tools)
+    )
+
+
+def _trusted_then_new(original, self, server, destination, tools) -> bool:
+    """A `seen` that differs only for a tool new on a server some tool of which is approved."""
+    pins = self.pins(server, destination).tools
+    trusted = any(p.approved for p in pins.values())
+    return trusted and any(str(t.get("name")) not in pins for t in _listed(tools))
+
+
+def _lists_a_changed_tool(original, self, server, destination, tools) -> bool:
+    """A `seen` that differs only for an approved tool whose definition changed."""
+    from mcp_host_conformance.reference_client import pinning
+
+    return any(self.state(server, t, destination) == pinning.CHANGED for t in _listed(tools))
+
+
+@replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_new_tool)
 def _trust_on_first_use(original):
     def seen(self, server, destination, tools):
         updated = original(self, server, destination, tools)
@@ -68,7 +98,7 @@ def _trust_on_first_use(original):
     return seen
 
 
-@replaced(f"{_PINNING}.Approvals.seen")
+@replaced_when(f"{_PINNING}.Approvals.seen", _trusted_then_new)
 def _trust_later_tools(original):
     def seen(self, server, destination, tools):
         trusted = any(p.approved for p in self.pins(server, destination).tools.values())
@@ -88,7 +118,7 @@ def _trust_later_tools(original):
     return seen
 
 
-@replaced(f"{_PINNING}.Approvals.seen")
+@replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_changed_tool)
 def _follow_changes(original):
     def seen(self, server, destination, tools):
         updated = original(self, server, destination, tools)

@@ -206,6 +206,34 @@ class Records:
                 found.add(case)
         return found
 
+    def renamed(self, target: str, replacement: Callable[..., Any]) -> set[str]:
+        """The cases (OUTSIDE as above) in which `replacement`'s answers to the recorded calls
+        of `target` are not a renaming of the reference's: two calls answered alike are
+        answered otherwise, two answered otherwise alike, an answer is of another type or a
+        raise where the reference returned (or the other way round), or a call was not
+        recorded (`@opaque`, tests/zoo/client.py)."""
+        calls = self.calls.get(target, {})
+        found = set(self.unrecordable.get(target, set()))
+        for case, keys in self.cases.get(target, {}).items():
+            forth: dict[bytes, bytes] = {}  # a reference answer -> the replacement's
+            back: dict[bytes, bytes] = {}
+            for key in keys:
+                call, answer = calls[key]
+                expected = pickle.loads(answer)
+                first = _answer(replacement, call)
+                mine = _pickled(first)
+                if (
+                    mine is None
+                    or first[0] != expected[0]
+                    or type(first[1]) is not type(expected[1])
+                    or not _same(_answer(replacement, call), first)  # state: not pure
+                    or forth.setdefault(answer, mine) != mine
+                    or back.setdefault(mine, answer) != answer
+                ):
+                    found.add(case)
+                    break
+        return found
+
 
 def _answer(function: Callable[..., Any], call: bytes) -> tuple[str, Any]:
     args, kwargs = pickle.loads(call)
