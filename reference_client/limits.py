@@ -62,12 +62,12 @@ def _shown(name: str) -> str:
 def check_tools(tools: list[dict[str, Any]]) -> str | None:
     """The reason a server with this complete tools/list result is unavailable, or None."""
     try:
-        return _check(tools)
+        return _tools_problem(tools)
     except (ValueError, TypeError, RecursionError, OverflowError):
         return "its tool list cannot be encoded as JSON"
 
 
-def _check(tools: Any) -> str | None:
+def _tools_problem(tools: Any) -> str | None:
     if not isinstance(tools, list):
         return "its tools/list result is not a list of tools"
     if len(tools) > MAX_TOOLS:

@@ -17,9 +17,9 @@ from unittest import mock
 
 import pytest
 
-from mcp_host_conformance.reference_client import limits, naming
+from mcp_host_conformance.reference_client import limits, naming, pinning
 from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
-from mcp_host_conformance.zoo.client import constant, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import constant, opaque, pure, replaced, replaced_when
 from tests import zoo_impact
 from tests.zoo_impact import OUTSIDE, Trace
 
@@ -276,6 +276,64 @@ def test_a_pure_seam_run_in_a_case_s_own_process_selects_that_case():
     )
     same = replaced(PURE_TARGET)(pure(lambda original: original))
     assert zoo_impact.selection(_client(same), trace, records) == {"t.py::remote"}
+
+
+def test_an_opaque_seam_selects_only_where_its_answers_are_no_renaming_of_the_reference_s():
+    target = f"{pinning.__name__}.definition_hash"
+    one, other = {"name": "a", "x": 1}, {"name": "b", "x": 1}
+    records = _record({"t.py::same": [(one,), (one,)], "t.py::two": [(one,), (other,)]}, target)
+    # another hash, one per definition as before: a renaming, nothing changes
+    salted = replaced(target)(opaque(lambda original: lambda tool: original({**tool, "s": 1})))
+    assert zoo_impact.selection(_client(salted), _trace(), records) == set()
+    # two definitions, one hash: the case that had two has one now
+    by_x = replaced(target)(opaque(lambda original: lambda tool: original({"x": tool["x"]})))
+    assert zoo_impact.selection(_client(by_x), _trace(), records) == {"t.py::two"}
+    # an answer of another form is no renaming
+    short = replaced(target)(opaque(lambda original: lambda tool: len(original(tool))))
+    assert zoo_impact.selection(_client(short), _trace(), records) == {"t.py::same", "t.py::two"}
+    # merely pure: every other answer selects
+    plain = replaced(target)(pure(lambda original: lambda tool: original({**tool, "s": 1})))
+    assert zoo_impact.selection(_client(plain), _trace(), records) == {"t.py::same", "t.py::two"}
+
+
+_CHECK_TOOLS = f"{limits.__name__}.check_tools"
+_TOOLS = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(130)]
+
+
+def test_a_constant_only_recorded_pure_functions_read_selects_by_their_answers():
+    records = _record({"t.py::few": [(_TOOLS[:2],)], "t.py::many": [(_TOOLS,)]}, _CHECK_TOOLS)
+    more = constant(f"{limits.__name__}.MAX_TOOLS", 256)  # 130 tools pass now
+    assert zoo_impact.pure_readers(more, {_CHECK_TOOLS}) == {_CHECK_TOOLS}
+    path, body = _function_lines(limits._tools_problem)  # where MAX_TOOLS is read
+    trace = Trace({path: {min(body): {"t.py::few", "t.py::many"}}})
+    assert zoo_impact.selection(_client(more), trace, records) == {"t.py::many"}
+    assert limits.MAX_TOOLS == 128  # patched only while asked
+    # not recorded: read by lines as before
+    assert zoo_impact.pure_readers(more, set()) is None
+    assert zoo_impact.selection(_client(more), trace, _record({})) == {"t.py::few", "t.py::many"}
+    # read outside its module (rpc's own loop): by lines
+    pages = constant("mcp_host_conformance.reference_client.rpc.MAX_PAGES", 17)
+    assert zoo_impact.pure_readers(pages, {_CHECK_TOOLS}) is None
+
+
+def test_a_pure_function_only_recorded_pure_functions_call_selects_by_their_answers():
+    """json_size answers otherwise for every definition once names are left out, but only
+    check_tools reads it: a case changes only where check_tools then answers otherwise."""
+    big = {"name": "n" * 40, "inputSchema": {"type": "object", "d": "x" * (16 * 1024 - 60)}}
+    records = _record({"t.py::small": [(_TOOLS[:2],)], "t.py::near": [([big],)]}, _CHECK_TOOLS)
+    size = f"{limits.__name__}.json_size"
+    halved = replaced(size)(pure(lambda original: lambda value: original(value) // 2))
+    assert zoo_impact.pure_readers(halved, {_CHECK_TOOLS}) == {_CHECK_TOOLS}
+    assert zoo_impact.selection(_client(halved), _trace(), records) == set()
+    doubled = replaced(size)(pure(lambda original: lambda value: original(value) * 2))
+    assert zoo_impact.selection(_client(doubled), _trace(), records) == {"t.py::near"}
+    # a client that replaces check_tools too: check_tools' lines decide (here: both cases)
+    path, body = _function_lines(limits.check_tools)
+    trace = Trace({path: {min(body): {"t.py::small", "t.py::near"}}})
+    both = _client(doubled, replaced(_CHECK_TOOLS)(lambda original: original))
+    assert zoo_impact.selection(both, trace, records) == {"t.py::small", "t.py::near"}
+    # an @opaque one keeps its renaming rule
+    assert zoo_impact.pure_readers(replaced(size)(opaque(lambda o: o)), {_CHECK_TOOLS}) is None
 
 
 def test_the_pure_functions_are_module_functions_of_the_reference_client():

@@ -42,6 +42,7 @@ client (the check of this selection: both must give the same verdicts).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pkgutil
 import types
@@ -49,9 +50,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from unittest import mock
 
 from mcp_host_conformance.harness import fresh_process
-from mcp_host_conformance.zoo import BrokenClient, remote_recording
+from mcp_host_conformance.zoo import BrokenClient, recording, remote_recording
+from mcp_host_conformance.zoo.client import Seam
 from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, guard_key, zoo_pure_targets
 from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
@@ -200,6 +203,20 @@ def _package_functions(root: str) -> tuple[types.CodeType, ...]:
     return tuple(found)
 
 
+_CONSTANT = int | float | str | bytes | tuple | list | dict | frozenset | set
+
+
+def _readers(name: str) -> list[types.CodeType]:
+    """The functions of the reference client whose code names `name` (a global or an
+    attribute: by name alone, so never fewer than read it)."""
+    package = pkgutil.resolve_name("mcp_host_conformance.reference_client")
+    return [
+        code
+        for code in _package_functions(os.path.realpath(os.path.dirname(package.__file__)))
+        if any(name in inner.co_names for inner in _nested(code))
+    ]
+
+
 def seam_lines(target: str) -> dict[str, set[int]] | None:
     """The lines whose execution means the seam `target` took part (None: cannot tell)."""
     value = pkgutil.resolve_name(target)
@@ -208,18 +225,54 @@ def seam_lines(target: str) -> dict[str, set[int]] | None:
     if isinstance(value, types.FunctionType):
         code = value.__code__
         return {os.path.realpath(code.co_filename): _body(code)}
-    if isinstance(value, int | float | str | bytes | tuple | list | dict | frozenset | set):
+    if isinstance(value, _CONSTANT):
         module_name, _, name = target.rpartition(".")
-        module = pkgutil.resolve_name(module_name)
-        if not isinstance(module, types.ModuleType):
+        if not isinstance(pkgutil.resolve_name(module_name), types.ModuleType):
             return None
-        package = pkgutil.resolve_name("mcp_host_conformance.reference_client")
         readers: dict[str, set[int]] = {}
-        for code in _package_functions(os.path.realpath(os.path.dirname(package.__file__))):
-            if any(name in inner.co_names for inner in _nested(code)):
-                readers.setdefault(code.co_filename, set()).update(_body(code))
+        for code in _readers(name):
+            readers.setdefault(code.co_filename, set()).update(_body(code))
         return readers
     return None
+
+
+def pure_readers(seam: Seam, recorded: set[str]) -> set[str] | None:
+    """The recorded pure functions (their targets) through which alone `seam` acts, or
+    None. A seam of a constant, or a pure replacement (`@pure`, not `@opaque`) of a module
+    function, acts through them when every function naming it is one of them, or a private
+    helper of its module (`_name`) that only such functions and helpers name. A call of one
+    answers from its arguments (and the constant, the function it calls), so its recorded
+    calls asked again with the seam patched in tell which cases the seam changes: finer
+    than the seam's own answers (a size that differs under the limit changes nothing)."""
+    module_name, _, name = seam.target.rpartition(".")
+    module = pkgutil.resolve_name(module_name)
+    if not isinstance(module, types.ModuleType):
+        return None
+    value = getattr(module, name)
+    function = seam.pure and not seam.opaque and recording.identity(value) == seam.target
+    if not (isinstance(value, _CONSTANT) or function):
+        return None
+    home = os.path.realpath(module.__file__ or "")
+    by_identity = {recording.identity(pkgutil.resolve_name(t)): t for t in recorded}
+    through: set[str] = set()
+    pending, checked = [name], {name} if function else set()
+    while pending:
+        named = pending.pop()
+        for code in _readers(named):
+            if code.co_qualname == name and function:
+                return None  # it calls itself: its own answers decide
+            if os.path.realpath(code.co_filename) != home or "." in code.co_qualname:
+                return None  # read elsewhere, or by a method or a nested function
+            found = by_identity.get(f"{module.__name__}.{code.co_qualname}")
+            if found is not None:
+                through.add(found)
+            elif code.co_qualname.startswith("_"):
+                if code.co_qualname not in checked:  # a helper: who calls it?
+                    checked.add(code.co_qualname)
+                    pending.append(code.co_qualname)
+            else:
+                return None
+    return through or None
 
 
 def selection(
@@ -228,10 +281,42 @@ def selection(
     """The cases to run against `client` (None: all of them). With the `records` of the
     traced run, a pure replacement (`@pure`) of a recorded pure function selects only the
     cases in which it answers a recorded call otherwise (tests/zoo/recording.py), and those
-    that executed the function in a process of their own that kept no journal."""
+    that executed the function in a process of their own that kept no journal; a seam that
+    acts only through recorded pure functions (`pure_readers`), the cases in which they
+    answer a recorded call otherwise with it patched in."""
     records = Records() if records is None else records  # nothing recorded
     selected = trace.spawning() | trace.reusing()
     recorded = records.targets()
+    through = {s.target: pure_readers(s, recorded) for s in client.seams}
+    patched_too = {s.target for s in client.seams}
+    for target, readers in list(through.items()):
+        if readers and readers & patched_too:
+            through[target] = None  # a reader the client replaces too: by its own seam
+    patches = [
+        mock.patch(s.target, s.replacement(pkgutil.resolve_name(s.target)))
+        for s in client.seams
+        if through[s.target]
+    ]
+    with contextlib.ExitStack() as patched:
+        for patch in patches:
+            patched.enter_context(patch)
+        for target in sorted(set().union(*(t for t in through.values() if t))):
+            cases = records.diverging(target, pkgutil.resolve_name(target))
+            if OUTSIDE in cases:
+                return None
+            selected |= cases
+        # every other seam is asked with these patched in too, as the client has them
+        return _by_seams(client, trace, records, recorded, through, selected)
+
+
+def _by_seams(
+    client: BrokenClient,
+    trace: Trace,
+    records: Records,
+    recorded: set[str],
+    through: dict[str, set[str] | None],
+    selected: set[str],
+) -> set[str] | None:
     for seam in client.seams:
         lines = seam_lines(seam.target)
         if lines is None:
@@ -247,7 +332,7 @@ def selection(
                 return None
             selected |= cases
             continue
-        by_answers = seam.pure and seam.target in recorded
+        by_answers = (seam.pure and seam.target in recorded) or bool(through[seam.target])
         for path, numbers in lines.items():
             # by its answers, the lines count only where nothing was recorded: another
             # process that kept no journal
@@ -257,9 +342,12 @@ def selection(
             if OUTSIDE in cases:
                 return None
             selected |= cases
-        if by_answers:
+        if by_answers and seam.pure and not through[seam.target]:
             replacement = seam.replacement(pkgutil.resolve_name(seam.target))
-            cases = records.diverging(seam.target, replacement)
+            if seam.opaque:
+                cases = records.renamed(seam.target, replacement)
+            else:
+                cases = records.diverging(seam.target, replacement)
             if OUTSIDE in cases:
                 return None
             selected |= cases
