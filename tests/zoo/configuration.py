@@ -187,7 +187,13 @@ def _remove_in_memory(original):
     return remove
 
 
-@replaced("mcp_host_conformance.reference_client.config.ConfigStore.load")
+def _removal_pending(original, self, *args) -> bool:
+    """Set only by `_remove_in_memory` (never in the reference run): a load or an add differs
+    only once a removal of this file waits in memory."""
+    return bool(_removed_in_memory.get(str(self.path)))
+
+
+@replaced_when("mcp_host_conformance.reference_client.config.ConfigStore.load", _removal_pending)
 def _load_minus_removed(original):
     def load(self):
         gone = _removed_in_memory.get(str(self.path), set())
@@ -196,7 +202,7 @@ def _load_minus_removed(original):
     return load
 
 
-@replaced("mcp_host_conformance.reference_client.config.ConfigStore.add")
+@replaced_when("mcp_host_conformance.reference_client.config.ConfigStore.add", _removal_pending)
 def _add_saves_pending_removal(original):
     from mcp_host_conformance.reference_client.config import ConfigStore
 

@@ -24,10 +24,40 @@ def _other_status_line(original):
 _locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def several_servers(original, servers, **options) -> bool:
+    """A `discover` that differs only in what it does with more than one server."""
+    return len(servers) > 1
+
+
+# The one lock the connects of a `discover` of several servers take in turn; unset (the
+# reference's way) everywhere else, so a lone connect is the reference's.
+_in_series: ContextVar[asyncio.Lock | None] = ContextVar("zoo_in_series", default=None)
+
+
+@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
+def _series_of_servers(original):
+    async def discover(servers, **options):
+        token = _in_series.set(asyncio.Lock())  # the connects' tasks copy this context
+        try:
+            return await original(servers, **options)
+        finally:
+            _in_series.reset(token)
+
+    return discover
+
+
+def _in_a_series(original, server, transport, **options) -> bool:
+    """Set only by `_series_of_servers` (never in the reference run): a guard may read what
+    its own client's replacements set, since the reference run never sets it."""
+    return _in_series.get() is not None
+
+
+@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", _in_a_series)
 def _one_at_a_time(original):
     async def connect_server(server, transport, **options):
-        lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        lock = _in_series.get()
+        if lock is None:
+            return await original(server, transport, **options)
         async with lock:
             return await original(server, transport, **options)
 
@@ -41,11 +71,6 @@ def _default_connect_timeout(original):
         return await original(server, transport, timeout=10.0, redactor=redactor)
 
     return connect_server
-
-
-def several_servers(original, servers, **options) -> bool:
-    """A `discover` that differs only in what it does with more than one server."""
-    return len(servers) > 1
 
 
 @replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
@@ -343,7 +368,7 @@ CLIENTS = [
         "connects-in-series",
         "Connects to the configured servers one after the other.",
         {"DISC-2", "DISC-3"},  # DISC-3: the three servers' timeouts add up
-        (_one_at_a_time,),
+        (_series_of_servers, _one_at_a_time),
         target="DISC-2",
     ),
     BrokenClient(
