@@ -19,7 +19,15 @@ import pytest
 
 from mcp_host_conformance.reference_client import limits, naming, pinning
 from mcp_host_conformance.zoo import BROKEN, BrokenClient, recording
-from mcp_host_conformance.zoo.client import constant, opaque, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    AfterGuard,
+    constant,
+    opaque,
+    pure,
+    replaced,
+    replaced_after,
+    replaced_when,
+)
 from tests import zoo_impact
 from tests.zoo_impact import OUTSIDE, Trace
 
@@ -685,6 +693,93 @@ def test_every_guarded_seam_of_the_zoo_replaces_a_function_and_is_watched():
             assert callable(original) and not isinstance(original, type), seam.target
             keys = [key for key, _ in guards[seam.target]]
             assert keys.count(recording.guard_key(client.name, seam.target)) == 1
+
+
+# ---- seams guarded after the call: `differs` is asked of the original's outcome ----------
+
+
+def test_an_after_seam_calls_the_original_once_and_hands_on_only_what_differs_picks():
+    calls = []
+
+    def original(n):
+        calls.append(n)
+        if n < 0:
+            raise ValueError(n)
+        return n * 2
+
+    seam = replaced_after("x.original", lambda outcome, n: outcome == ("raise", outcome[1]))(
+        lambda original: lambda outcome, n: ("after", type(outcome[1]).__name__)
+    )
+    assert seam.differs is not None and not seam.pure
+    dispatch = seam.replacement(original)
+    assert dispatch(3) == 6
+    assert dispatch(-1) == ("after", "ValueError")
+    assert calls == [3, -1]  # once each: the client's extra work starts after the reference's
+    passing = replaced_after("x.original", lambda outcome, n: False)(lambda original: None)
+    with pytest.raises(ValueError):
+        passing.replacement(original)(-2)  # the original's own exception, raised again
+    broken = replaced_after("x.original", lambda outcome, n: 1 / 0)(
+        lambda original: lambda outcome, n: "broken"
+    )
+    assert broken.replacement(original)(1) == "broken"  # cannot tell: broken
+
+
+def test_an_async_after_seam_awaits_the_original_and_its_after():
+    import asyncio
+
+    class Session:
+        async def list_tools(self, fail):
+            if fail:
+                raise LookupError("no tools")
+            return ["t"]
+
+    async def after(outcome, self, fail):
+        return []
+
+    seam = replaced_after(
+        "x.Session.list_tools", lambda outcome, self, fail: outcome[0] == "raise"
+    )(lambda original: after)
+    with mock.patch.object(Session, "list_tools", seam.replacement(Session.list_tools)):
+        assert asyncio.run(Session().list_tools(False)) == ["t"]
+        assert asyncio.run(Session().list_tools(True)) == []
+
+
+def test_the_guard_recorder_asks_an_after_seam_of_outcomes_sync_and_async():
+    import asyncio
+
+    from mcp_host_conformance.reference_client import discovery
+
+    def long_answer(outcome, name):
+        return outcome[0] == "return" and outcome[1] is False and len(name) > 64
+
+    client = BrokenClient(
+        name="after-probe",
+        description="probe",
+        fails={"DISC-6"},
+        seams=(replaced_after(PURE_TARGET, long_answer)(lambda original: None),),
+    )
+    records = _asked(PURE_TARGET, client, {"t.py::short": [("ok",)], "t.py::long": [("x" * 70,)]})
+    assert records.diverged == {recording.guard_key("after-probe", PURE_TARGET): {"t.py::long"}}
+    path, body = _function_lines(naming.is_valid_name)
+    ran_both = Trace({path: {min(body): {"t.py::short", "t.py::long"}}})
+    assert zoo_impact.selection(client, ran_both, records) == {"t.py::long"}
+
+    target = f"{discovery.__name__}.discover"
+    key = "after-probe:" + target
+    records = recording.Records()
+    recorder = recording.GuardRecorder(
+        {target: [(key, AfterGuard(lambda outcome, servers, **o: outcome[0] == "raise"))]},
+        records,
+    )
+    recorder.start()
+    try:
+        os.environ[recording.CASE_ENV] = "t.py::bad"
+        with pytest.raises(Exception):  # noqa: B017 - whatever discovery raises of a non-list
+            asyncio.run(discovery.discover(object()))
+    finally:
+        os.environ.pop(recording.CASE_ENV, None)
+        recorder.stop()
+    assert records.diverged == {key: {"t.py::bad"}}
 
 
 def test_the_guard_recorder_reaches_names_imported_before_it_started():

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import sys
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 from unittest import mock
 
 __all__ = [
+    "AfterGuard",
     "BrokenAdapter",
     "BrokenClient",
     "Seam",
@@ -41,6 +43,7 @@ __all__ = [
     "opaque",
     "pure",
     "replaced",
+    "replaced_after",
     "replaced_when",
 ]
 
@@ -64,8 +67,8 @@ class Seam:
 
     @property
     def differs(self) -> Callable[..., bool] | None:
-        """For a seam made by `replaced_when`: which calls the replacement takes (None:
-        every call)."""
+        """For a seam made by `replaced_when`: which calls the replacement takes; by
+        `replaced_after`: which outcomes (an `AfterGuard`); None: every call."""
         return getattr(self.replacement, "differs", None)
 
 
@@ -154,6 +157,92 @@ def asks(
         return bool(differs(original, *args, **kwargs))
     except Exception:  # noqa: BLE001 - cannot tell: the replacement takes it
         return True
+
+
+Outcome = tuple[str, Any]  # ("return", value) or ("raise", exception)
+
+
+class AfterGuard:
+    """The `differs` of a `replaced_after` seam: asked of the original's outcome, after the
+    call, not of the original before it."""
+
+    def __init__(self, differs: Callable[..., bool]) -> None:
+        self.differs = differs
+
+    def __call__(self, outcome: Outcome, *args: Any, **kwargs: Any) -> bool:
+        return bool(self.differs(outcome, *args, **kwargs))
+
+
+def replaced_after(
+    target: str, differs: Callable[..., bool]
+) -> Callable[[Callable[[Any], Any]], Seam]:
+    """Decorator: `@replaced_after("mod.func", differs) def make(original): return after` ->
+    a Seam whose replacement calls the original once, as the reference does, and then, when
+    `differs(outcome, *args, **kwargs)` is true of its outcome (or raises), hands the outcome
+    to `after(outcome, *args, **kwargs)`, whose answer is the call's; otherwise it returns or
+    raises what the original did. `outcome` is ("return", value) or ("raise", exception)
+    (an `Exception`: anything else, a cancellation, passes through unasked). An async
+    target's `after` is a coroutine function.
+
+    For a client that post-processes what a function gave (a failure it swallows, a result
+    it drops): a run against it is the reference run up to the first outcome `differs` is
+    true of, by construction, and the self-test asks `differs` of each outcome of the
+    traced reference run (`GuardRecorder`), as for `replaced_when`, whose rules for
+    `differs` hold here too (it must only look).
+    """
+
+    def decorate(make: Callable[[Any], Any]) -> Seam:
+        def wrapping(original: Callable[..., Any]) -> Callable[..., Any]:
+            after = make(original)
+            guard = wrapping.differs  # type: ignore[attr-defined]
+            if inspect.iscoroutinefunction(original):
+
+                @functools.wraps(original)
+                async def dispatch_async(*args: Any, **kwargs: Any) -> Any:
+                    try:
+                        outcome: Outcome = ("return", await original(*args, **kwargs))
+                    except Exception as exc:  # noqa: BLE001 - the outcome `differs` is asked of
+                        outcome = ("raise", exc)
+                    if asks_after(guard, outcome, args, kwargs):
+                        return await after(outcome, *args, **kwargs)
+                    return settled(outcome)
+
+                return dispatch_async
+
+            @functools.wraps(original)
+            def dispatch(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    outcome: Outcome = ("return", original(*args, **kwargs))
+                except Exception as exc:  # noqa: BLE001 - the outcome `differs` is asked of
+                    outcome = ("raise", exc)
+                if asks_after(guard, outcome, args, kwargs):
+                    return after(outcome, *args, **kwargs)
+                return settled(outcome)
+
+            return dispatch
+
+        wrapping.differs = AfterGuard(differs)  # type: ignore[attr-defined]
+        return Seam(target, wrapping)
+
+    return decorate
+
+
+def asks_after(
+    guard: AfterGuard, outcome: Outcome, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
+    """An `AfterGuard`'s answer for one outcome; one that raises counts as yes."""
+    try:
+        return guard(outcome, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - cannot tell: the replacement takes it
+        return True
+
+
+def settled(outcome: Outcome) -> Any:
+    """What the call gave: its value returned, or its exception raised again."""
+    kind, value = outcome
+    if kind == "raise":
+        raise value
+    return value
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from mcp_host_conformance.zoo.client import (
     constant,
     pure,
     replaced,
+    replaced_after,
     replaced_when,
 )
 
@@ -126,25 +127,29 @@ def _debug_log(original):
 _RESOURCE_METADATA = re.compile(r'resource_metadata="([^"]+)"')
 
 
+_SEND_POST = "mcp_host_conformance.reference_client.transports.http.HttpTransport._send_post"
+
+
+def _rejected(outcome, self, message):
+    kind, response = outcome
+    return kind == "return" and response.status_code in (401, 403)
+
+
 def _on_rejection(step):
-    """An `http_client` whose response hook runs `step(response)` on every 401 and 403: the
+    """A transport that runs `step(response)` on every 401 and 403 answer to a POST: the
     way an OAuth-capable HTTP stack (an httpx auth flow) reacts to a challenge."""
 
+    @replaced_after(_SEND_POST, _rejected)
     def make(original):
-        def http_client(*args, **kwargs):
-            client = original(*args, **kwargs)
+        async def send_post(outcome, self, message):
+            _, response = outcome
+            try:
+                await step(response)
+            except Exception:  # noqa: BLE001 - a failed OAuth step changes nothing else
+                pass
+            return response
 
-            async def hook(response):
-                if response.status_code in (401, 403):
-                    try:
-                        await step(response)
-                    except Exception:  # noqa: BLE001 - a failed OAuth step changes nothing else
-                        pass
-
-            client.event_hooks["response"].append(hook)
-            return client
-
-        return http_client
+        return send_post
 
     return make
 
@@ -176,9 +181,6 @@ async def _open_browser(response):
         "&client_id=mcp-reference-host&code_challenge_method=S256"
     )
     await asyncio.to_thread(webbrowser.open, url)
-
-
-_HTTP_CLIENT = "mcp_host_conformance.reference_client.transports.http.http_client"
 
 
 class _NotATerminal:
@@ -252,20 +254,20 @@ CLIENTS = [
         "After a 401 or 403 fetches the protected resource metadata its WWW-Authenticate "
         "header points at (the MCP authorization spec's first step).",
         {"CRED-6"},
-        (Seam(_HTTP_CLIENT, _on_rejection(_fetch_resource_metadata)),),
+        (_on_rejection(_fetch_resource_metadata),),
     ),
     BrokenClient(
         "probes-oauth-metadata",
         "After a 401 or 403 fetches /.well-known/oauth-authorization-server from the "
         "server's origin.",
         {"CRED-6"},
-        (Seam(_HTTP_CLIENT, _on_rejection(_probe_server_metadata)),),
+        (_on_rejection(_probe_server_metadata),),
     ),
     BrokenClient(
         "opens-browser-on-401",
         "After a 401 or 403 opens a browser at the server's default /authorize endpoint.",
         {"CRED-6"},
-        (Seam(_HTTP_CLIENT, _on_rejection(_open_browser)),),
+        (_on_rejection(_open_browser),),
     ),
     BrokenClient(
         "no-oauth-hint",

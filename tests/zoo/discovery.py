@@ -7,7 +7,14 @@ import json
 import weakref
 from contextvars import ContextVar
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    constant,
+    pure,
+    replaced,
+    replaced_after,
+    replaced_when,
+)
 
 
 @replaced("mcp_host_conformance.reference_client.discovery.connected_line")
@@ -212,22 +219,26 @@ def _timeout_per_request(original):
     return connect_server
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.discover")
+def _a_server_failed(outcome, servers, **options):
+    kind, found = outcome
+    return kind == "return" and any("(HTTP 5" in (s.reason or "") for s in found.statuses)
+
+
+@replaced_after("mcp_host_conformance.reference_client.discovery.discover", _a_server_failed)
 def _drop_all_on_server_error(original):
     from mcp_host_conformance.reference_client import builtins, discovery
 
-    async def discover(servers, **options):
-        found = await original(servers, **options)
-        if any("(HTTP 5" in (status.reason or "") for status in found.statuses):
-            # The HTTP library's status error escaped the per-server guard: discovery as a
-            # whole failed, and chat went on without any MCP server.
-            for name in list(found.servers):
-                await found.servers.pop(name).session.close()
-            found.statuses = [
-                discovery.unavailable_line(s.name, s.destination, "discovery failed")
-                for s in found.statuses
-            ]
-            found.offered = discovery.offer([], options.get("reserved", builtins.NAMES))
+    async def discover(outcome, servers, **options):
+        # The HTTP library's status error escaped the per-server guard: discovery as a
+        # whole failed, and chat went on without any MCP server.
+        _, found = outcome
+        for name in list(found.servers):
+            await found.servers.pop(name).session.close()
+        found.statuses = [
+            discovery.unavailable_line(s.name, s.destination, "discovery failed")
+            for s in found.statuses
+        ]
+        found.offered = discovery.offer([], options.get("reserved", builtins.NAMES))
         return found
 
     return discover

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 import pickle
 import pkgutil
@@ -354,7 +355,8 @@ def guard_key(client: str, target: str) -> str:
 
 
 def zoo_guards() -> dict[str, list[tuple[str, Callable[..., bool]]]]:
-    """Per target, the (key, differs) of every `replaced_when` seam of the zoo."""
+    """Per target, the (key, differs) of every `replaced_when` and `replaced_after` seam of
+    the zoo."""
     from mcp_host_conformance.zoo import BROKEN
 
     guards: dict[str, list[tuple[str, Callable[..., bool]]]] = {}
@@ -367,9 +369,10 @@ def zoo_guards() -> dict[str, list[tuple[str, Callable[..., bool]]]]:
 
 
 class GuardRecorder:
-    """Wrappers of the targets of `replaced_when` seams (tests/zoo/client.py) that ask each
-    seam's `differs` of every call, as the broken client would, and note the running case
-    when it says yes: where a run against that client stops being the reference run."""
+    """Wrappers of the targets of `replaced_when` and `replaced_after` seams
+    (tests/zoo/client.py) that ask each seam's `differs` of every call (or of its outcome),
+    as the broken client would, and note the running case when it says yes: where a run
+    against that client stops being the reference run."""
 
     def __init__(
         self, guards: dict[str, list[tuple[str, Callable[..., bool]]]], records: Records
@@ -397,18 +400,59 @@ class GuardRecorder:
     def _wrap(
         self, original: Callable[..., Any], watched: list[tuple[str, Callable[..., bool]]]
     ) -> Callable[..., Any]:
-        from mcp_host_conformance.zoo.client import asks
+        from mcp_host_conformance.zoo.client import AfterGuard, asks, asks_after, settled
+
+        before = [(key, d) for key, d in watched if not isinstance(d, AfterGuard)]
+        after = [(key, d) for key, d in watched if isinstance(d, AfterGuard)]
+
+        def note(key: str) -> None:
+            with self._lock:
+                self.records.diverged.setdefault(key, set()).add(os.environ.get(CASE_ENV, ""))
+
+        def ask_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            for key, differs in before:
+                if asks(differs, original, args, kwargs):
+                    note(key)
+
+        def ask_after(outcome: tuple[str, Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+            for key, guard in after:
+                if asks_after(guard, outcome, args, kwargs):
+                    note(key)
+            return settled(outcome)
+
+        if not after:
+
+            @functools.wraps(original)
+            def asked(*args: Any, **kwargs: Any) -> Any:
+                ask_before(args, kwargs)
+                return original(*args, **kwargs)
+
+            return asked
+
+        # an outcome is asked of once it is there: an async original's, once awaited
+        if inspect.iscoroutinefunction(original):
+
+            @functools.wraps(original)
+            async def asked_async(*args: Any, **kwargs: Any) -> Any:
+                ask_before(args, kwargs)
+                try:
+                    outcome: tuple[str, Any] = ("return", await original(*args, **kwargs))
+                except Exception as exc:  # noqa: BLE001 - as the seam's own wrapper does
+                    outcome = ("raise", exc)
+                return ask_after(outcome, args, kwargs)
+
+            return asked_async
 
         @functools.wraps(original)
-        def asked(*args: Any, **kwargs: Any) -> Any:
-            case = os.environ.get(CASE_ENV, "")
-            for key, differs in watched:
-                if asks(differs, original, args, kwargs):
-                    with self._lock:
-                        self.records.diverged.setdefault(key, set()).add(case)
-            return original(*args, **kwargs)
+        def asked_after(*args: Any, **kwargs: Any) -> Any:
+            ask_before(args, kwargs)
+            try:
+                outcome: tuple[str, Any] = ("return", original(*args, **kwargs))
+            except Exception as exc:  # noqa: BLE001 - as the seam's own wrapper does
+                outcome = ("raise", exc)
+            return ask_after(outcome, args, kwargs)
 
-        return asked
+        return asked_after
 
 
 JOURNAL_SUFFIX = ".journal"

@@ -7,7 +7,14 @@ import os
 import shlex
 import signal
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    Seam,
+    pure,
+    replaced,
+    replaced_after,
+    replaced_when,
+)
 from mcp_host_conformance.zoo.discovery import over_stdio
 
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
@@ -250,16 +257,20 @@ def _live_leaders_only(original):
 # ---- STDIO-6 ----------------------------------------------------------------------------------
 
 
-@replaced("mcp_host_conformance.reference_client.rpc.RpcSession.list_tools")
-def _no_tools_on_failure(original):
+def _failed_with_mcp_error(outcome, *args):
     from mcp_host_conformance.reference_client.transports import McpError
 
-    async def list_tools(self):
+    kind, value = outcome
+    return kind == "raise" and isinstance(value, McpError)
+
+
+@replaced_after(
+    "mcp_host_conformance.reference_client.rpc.RpcSession.list_tools", _failed_with_mcp_error
+)
+def _no_tools_on_failure(original):
+    async def list_tools(outcome, self):
         # "tools" is an optional capability: a server whose tools/list fails has none.
-        try:
-            return await original(self)
-        except McpError:
-            return []
+        return []
 
     return list_tools
 
