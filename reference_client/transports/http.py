@@ -415,7 +415,7 @@ class HttpTransport:
         return headers
 
     async def _post(self, message: dict[str, Any]) -> httpx.Response:
-        response = await self._send_post(message)
+        response = await self.send_post(message)
         # Profile oauth: a 401 or 403 challenge is the authorization's to answer; the request
         # is sent again only once it says so (never after a refusal the server acted on:
         # 401/403 mean it did not act), a few rounds at most (step-up, then the call).
@@ -437,10 +437,12 @@ class HttpTransport:
                     f"the server refused the authorization (HTTP {response.status_code})",
                     maybe_acted=False,
                 )
-            response = await self._send_post(message)
+            response = await self.send_post(message)
         return response
 
-    async def _send_post(self, message: dict[str, Any]) -> httpx.Response:
+    async def send_post(self, message: dict[str, Any]) -> httpx.Response:
+        """One POST of `message`, its answer as it came (streamed, no status checked): a
+        connect failure is a TransportError that did not act, a later one may have."""
         if self._client is None:
             raise TransportError("not connected", maybe_acted=False)
         request = self._client.build_request(

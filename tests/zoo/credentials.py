@@ -127,7 +127,7 @@ def _debug_log(original):
 _RESOURCE_METADATA = re.compile(r'resource_metadata="([^"]+)"')
 
 
-_SEND_POST = "mcp_host_conformance.reference_client.transports.http.HttpTransport._send_post"
+_SEND_POST = "mcp_host_conformance.reference_client.transports.http.HttpTransport.send_post"
 
 
 def _rejected(outcome, self, message):
