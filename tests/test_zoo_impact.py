@@ -707,7 +707,7 @@ def test_an_after_seam_calls_the_original_once_and_hands_on_only_what_differs_pi
             raise ValueError(n)
         return n * 2
 
-    seam = replaced_after("x.original", lambda outcome, n: outcome == ("raise", outcome[1]))(
+    seam = replaced_after("x.original", lambda outcome, n: outcome[0] == "raise")(
         lambda original: lambda outcome, n: ("after", type(outcome[1]).__name__)
     )
     assert seam.differs is not None and not seam.pure

@@ -199,10 +199,7 @@ def replaced_after(
 
                 @functools.wraps(original)
                 async def dispatch_async(*args: Any, **kwargs: Any) -> Any:
-                    try:
-                        outcome: Outcome = ("return", await original(*args, **kwargs))
-                    except Exception as exc:  # noqa: BLE001 - the outcome `differs` is asked of
-                        outcome = ("raise", exc)
+                    outcome = await awaited_outcome(original, args, kwargs)
                     if asks_after(guard, outcome, args, kwargs):
                         return await after(outcome, *args, **kwargs)
                     return settled(outcome)
@@ -211,10 +208,7 @@ def replaced_after(
 
             @functools.wraps(original)
             def dispatch(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    outcome: Outcome = ("return", original(*args, **kwargs))
-                except Exception as exc:  # noqa: BLE001 - the outcome `differs` is asked of
-                    outcome = ("raise", exc)
+                outcome = outcome_of(original, args, kwargs)
                 if asks_after(guard, outcome, args, kwargs):
                     return after(outcome, *args, **kwargs)
                 return settled(outcome)
@@ -235,6 +229,24 @@ def asks_after(
         return guard(outcome, *args, **kwargs)
     except Exception:  # noqa: BLE001 - cannot tell: the replacement takes it
         return True
+
+
+def outcome_of(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Outcome:
+    """What calling `function` gave, as an outcome (an `Exception` caught, nothing else)."""
+    try:
+        return ("return", function(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - the outcome a `differs` is asked of
+        return ("raise", exc)
+
+
+async def awaited_outcome(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: Any
+) -> Outcome:
+    """`outcome_of` for a coroutine function: the outcome once awaited."""
+    try:
+        return ("return", await function(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - the outcome a `differs` is asked of
+        return ("raise", exc)
 
 
 def settled(outcome: Outcome) -> Any:

@@ -62,10 +62,7 @@ def _in_a_series(original, server, transport, **options) -> bool:
 @replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", _in_a_series)
 def _one_at_a_time(original):
     async def connect_server(server, transport, **options):
-        lock = _in_series.get()
-        if lock is None:
-            return await original(server, transport, **options)
-        async with lock:
+        async with _in_series.get():  # set: `_in_a_series` said so
             return await original(server, transport, **options)
 
     return connect_server

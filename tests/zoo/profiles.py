@@ -101,12 +101,13 @@ def _trust_on_first_use(original):
 @replaced_when(f"{_PINNING}.Approvals.seen", _trusted_then_new)
 def _trust_later_tools(original):
     def seen(self, server, destination, tools):
-        trusted = any(p.approved for p in self.pins(server, destination).tools.values())
+        # a server some tool of which is approved: `_trusted_then_new` said so
+        before = self.pins(server, destination).tools
         updated = original(self, server, destination, tools)
         pins = updated.servers[server]
         tools_now = {
             name: dataclasses.replace(pin, approved=pin.seen)
-            if trusted and pin.approved is None and name not in self.pins(server, destination).tools
+            if pin.approved is None and name not in before
             else pin
             for name, pin in pins.tools.items()
         }

@@ -400,7 +400,14 @@ class GuardRecorder:
     def _wrap(
         self, original: Callable[..., Any], watched: list[tuple[str, Callable[..., bool]]]
     ) -> Callable[..., Any]:
-        from mcp_host_conformance.zoo.client import AfterGuard, asks, asks_after, settled
+        from mcp_host_conformance.zoo.client import (
+            AfterGuard,
+            asks,
+            asks_after,
+            awaited_outcome,
+            outcome_of,
+            settled,
+        )
 
         before = [(key, d) for key, d in watched if not isinstance(d, AfterGuard)]
         after = [(key, d) for key, d in watched if isinstance(d, AfterGuard)]
@@ -435,22 +442,14 @@ class GuardRecorder:
             @functools.wraps(original)
             async def asked_async(*args: Any, **kwargs: Any) -> Any:
                 ask_before(args, kwargs)
-                try:
-                    outcome: tuple[str, Any] = ("return", await original(*args, **kwargs))
-                except Exception as exc:  # noqa: BLE001 - as the seam's own wrapper does
-                    outcome = ("raise", exc)
-                return ask_after(outcome, args, kwargs)
+                return ask_after(await awaited_outcome(original, args, kwargs), args, kwargs)
 
             return asked_async
 
         @functools.wraps(original)
         def asked_after(*args: Any, **kwargs: Any) -> Any:
             ask_before(args, kwargs)
-            try:
-                outcome: tuple[str, Any] = ("return", original(*args, **kwargs))
-            except Exception as exc:  # noqa: BLE001 - as the seam's own wrapper does
-                outcome = ("raise", exc)
-            return ask_after(outcome, args, kwargs)
+            return ask_after(outcome_of(original, args, kwargs), args, kwargs)
 
         return asked_after
 
