@@ -27,6 +27,7 @@ from mcp_host_conformance.zoo.client import (
     replaced,
     replaced_after,
     replaced_when,
+    same_until,
 )
 from tests import zoo_impact
 from tests.zoo_impact import OUTSIDE, Trace
@@ -632,12 +633,7 @@ def test_a_guarded_method_gets_its_instance_and_an_async_one_its_coroutine():
 def _asked(target: str, client: BrokenClient, calls: dict[str, list[tuple]]) -> recording.Records:
     """Records of the guarded seams of `client` asked at each call of `target` by case."""
     records = recording.Records()
-    guards = {
-        seam.target: [(recording.guard_key(client.name, seam.target), seam.differs)]
-        for seam in client.seams
-        if seam.differs is not None
-    }
-    recorder = recording.GuardRecorder(guards, records)
+    recorder = recording.GuardRecorder(recording.guards_of([client]), records)
     original = pkgutil.resolve_name(target)
     recorder.start()
     try:
@@ -805,3 +801,61 @@ def test_the_guard_recorder_reaches_names_imported_before_it_started():
         recording.GuardRecorder(
             {target: [], f"{engine.__name__}.discover": []}, recording.Records()
         )
+
+
+# ---- seams the same until an outcome of a function they name: `same_until` ---------------
+
+
+def _long_valid(outcome, name):
+    return outcome[0] == "return" and len(name) > 64
+
+
+def test_same_until_keeps_the_replacement_and_names_the_function_it_watches():
+    seam = same_until(PURE_TARGET, _long_valid)(
+        replaced(f"{limits.__name__}.check_tools")(lambda original: lambda tools: "broken")
+    )
+    assert seam.replacement(limits.check_tools)([]) == "broken"  # used whole, no dispatch
+    ((watched, guard),) = seam.witnesses
+    assert watched == PURE_TARGET and isinstance(guard, AfterGuard)
+    assert seam.differs is None
+    other = f"{limits.__name__}.check_tools"
+    stacked = same_until(other, _long_valid)(
+        same_until(PURE_TARGET, _long_valid)(constant(f"{limits.__name__}.X", 1))
+    )
+    assert [watched for watched, _ in stacked.witnesses] == [PURE_TARGET, other]
+    guarded = replaced_when(PURE_TARGET, lambda original, name: True)(lambda original: original)
+    with pytest.raises(ValueError):
+        same_until(PURE_TARGET, _long_valid)(guarded)
+
+
+def test_a_same_until_seam_selects_where_the_watched_function_s_outcome_said_yes():
+    """The seam's own function ran in every case; only the watched function's outcomes pick."""
+    function = limits.check_tools
+    seam = same_until(PURE_TARGET, _long_valid)(
+        replaced(f"{limits.__name__}.check_tools")(lambda original: lambda tools: "broken")
+    )
+    client = _client(seam)
+    assert recording.guards_of([client]) == {
+        PURE_TARGET: [(recording.guard_key("probe", seam.target), seam.witnesses[0][1])]
+    }
+    records = _asked(PURE_TARGET, client, {"t.py::short": [("ok",)], "t.py::long": [("x" * 70,)]})
+    path, body = _function_lines(function)
+    cases = {"t.py::short", "t.py::long", "t.py::remote"}
+    trace = Trace({path: {min(body): cases}}, remote={path: {min(body): {"t.py::remote"}}})
+    # and where a process of the case's own ran the seam's function (nobody asked there)
+    assert zoo_impact.selection(client, trace, records) == {"t.py::long", "t.py::remote"}
+    # without records of it (an older trace), its lines select as any impure seam's do
+    assert zoo_impact.selection(client, trace, recording.Records()) == cases
+
+
+def test_every_same_until_seam_of_the_zoo_watches_a_callable_and_is_asked():
+    guards = recording.zoo_guards()
+    found = 0
+    for client in BROKEN.values():
+        for seam in client.seams:
+            for watched, _ in seam.witnesses:
+                found += 1
+                assert callable(pkgutil.resolve_name(watched)), watched
+                keys = [key for key, _ in guards[watched]]
+                assert keys.count(recording.guard_key(client.name, seam.target)) == 1
+    assert found

@@ -33,6 +33,8 @@ A seam made by `replaced_when` (tests/zoo/client.py) hands the original every ca
 `differs` says no to, so a run against its client is the reference run until `differs` first
 says yes: the traced run asks `differs` at every call (`GuardRecorder`), and the seam selects
 the cases in which it said yes, and those in which a process of their own ran the function.
+So does a seam made by `replaced_after` (asked of each outcome) and one marked `same_until`
+(asked of each outcome of the function it names, whose outcome alone shows its change).
 
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
@@ -322,9 +324,9 @@ def _by_seams(
         if lines is None:
             return None
         key = guard_key(client.name, seam.target)
-        if seam.differs is not None and key in records.guarded:
+        if (seam.differs is not None or seam.witnesses) and key in records.guarded:
             # where `differs` said yes in the run's own process, and wherever another
-            # process ran the function (nobody asked `differs` there)
+            # process ran the seam's function (nobody asked `differs` there)
             cases = records.diverged.get(key, set()).union(
                 *(trace.executing(path, numbers, remote=True) for path, numbers in lines.items())
             )

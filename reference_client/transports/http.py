@@ -300,7 +300,7 @@ class HttpTransport:
             kind = _content_type(response)
             if kind == "application/json":
                 try:
-                    body = await self._read_body(response)
+                    body = await self.read_body(response)
                 except httpx.HTTPError as exc:
                     raise TransportError(
                         f"connection lost while reading the response ({type(exc).__name__})"
@@ -476,7 +476,9 @@ class HttpTransport:
                 raise ProtocolError("the server sent an invalid Mcp-Session-Id")
             self._session_id = session_id
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def read_body(self, response: httpx.Response) -> bytes:
+        """A JSON answer's whole body, at most 1 MiB (NET-4, MessageTooLarge past it). A zoo
+        seam: the size clients watch what it reads."""
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
             raise MessageTooLarge("response")

@@ -151,6 +151,15 @@ class StdioTransport:
             pass
 
     async def _read_message(self) -> Any:
+        line = await self.read_line()
+        if not line.strip():
+            return None  # a blank line: skipped by the caller as "not the answer"
+        return parse_json(line)
+
+    async def read_line(self) -> bytes:
+        """The server's next line as it came, at most 1 MiB (NET-4, MessageTooLarge past it);
+        a TransportError once the server's output ended. A zoo seam: the size clients watch
+        what it reads."""
         process = self._live()
         assert process.stdout is not None
         try:
@@ -166,9 +175,7 @@ class StdioTransport:
         if len(line.rstrip(b"\r\n")) > MAX_MESSAGE_BYTES:
             self._broken = "the server sent a message over the 1 MiB limit"
             raise MessageTooLarge()
-        if not line.strip():
-            return None  # a blank line: skipped by the caller as "not the answer"
-        return parse_json(line)
+        return line
 
     def _live(self) -> asyncio.subprocess.Process:
         if self._process is None:

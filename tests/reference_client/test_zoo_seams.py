@@ -31,3 +31,22 @@ def test_every_zoo_seam_exists_and_is_public(target: str, client: str) -> None:
     for part in target.removeprefix(PREFIX + ".").split("."):
         dunder = part.startswith("__") and part.endswith("__")
         assert dunder or not part.startswith("_"), f"{client} patches a private name: {target}"
+
+
+def witnesses() -> list[tuple[str, str]]:
+    return sorted(
+        {(w, name) for name, c in BROKEN.items() for seam in c.seams for w, _ in seam.witnesses}
+    )
+
+
+@pytest.mark.parametrize(("target", "client"), witnesses())
+def test_every_watched_function_exists_and_is_public(target: str, client: str) -> None:
+    """A `same_until` seam's watched function may be a library's (httpx's `send`): it must
+    exist, or the traced run would ask nothing and the client's cases would go unselected."""
+    try:
+        pkgutil.resolve_name(target)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail(f"broken client {client} watches {target}, which does not exist ({exc})")
+    for part in target.split("."):
+        dunder = part.startswith("__") and part.endswith("__")
+        assert dunder or not part.startswith("_"), f"{client} watches a private name: {target}"

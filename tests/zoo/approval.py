@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    constant,
+    pure,
+    replaced,
+    replaced_when,
+    same_until,
+)
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
@@ -106,7 +113,19 @@ def _y_prefix_approves(original):
     return is_approved
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
+_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
+
+
+def _denied(outcome, *args, **kwargs) -> bool:
+    """A call denied: until one is, nothing is queued, and the client is the reference."""
+    from mcp_host_conformance.reference_client import results
+
+    kind, answer = outcome
+    return kind == "raise" or answer.status == results.DENIED
+
+
+@same_until(_RUN_CALL, _denied)
+@replaced(_RUN_CALL)
 def _queue_denied_calls(original):
     from mcp_host_conformance.reference_client import results
 
@@ -119,6 +138,7 @@ def _queue_denied_calls(original):
     return run_call
 
 
+@same_until(_RUN_CALL, _denied)  # it sends only what `_queue_denied_calls` queued
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
 def _send_denied_calls_later(original):
     import json

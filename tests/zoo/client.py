@@ -45,6 +45,7 @@ __all__ = [
     "replaced",
     "replaced_after",
     "replaced_when",
+    "same_until",
 ]
 
 
@@ -54,6 +55,9 @@ class Seam:
 
     target: str
     replacement: Callable[[Any], Any]
+    # (function, AfterGuard) pairs: the replacement acts as the original in every case in
+    # which no outcome of those functions is one its guard picks (`same_until`)
+    witnesses: tuple[tuple[str, AfterGuard], ...] = ()
 
     @property
     def pure(self) -> bool:
@@ -247,6 +251,32 @@ async def awaited_outcome(
         return ("return", await function(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - the outcome a `differs` is asked of
         return ("raise", exc)
+
+
+def same_until(target: str, differs: Callable[..., bool]) -> Callable[[Seam], Seam]:
+    """Decorator over a seam (`@same_until("mod.f", differs)` above `@replaced(...)`, or
+    applied to a `constant(...)`): its replacement acts exactly as the original until an
+    outcome of `target` (the seam's own function or another one, a library's too) is one
+    `differs(outcome, *args, **kwargs)` is true of, as for `replaced_after`.
+
+    For a client whose change can only show through one kind of event (a redirect, a page
+    limit reached, a connect timed out) that the replacement cannot dispatch on itself: a
+    client that lets its HTTP library follow redirects acts as the reference until an
+    answer carries a Location. Unlike `replaced_when` and `replaced_after`, this is the
+    author's claim, not made so by construction, as `@pure` is: the self-test asks
+    `differs` of each outcome of `target` in the traced reference run (`GuardRecorder`) and
+    runs only the cases in which it said yes, and those in which a process of their own ran
+    the seam's function. `differs` must only look. A call that never ends (cancelled) has
+    no outcome, and shows nothing: the claim is that the change shows only in an outcome.
+    Stacked, the seam is the same until any of the functions' outcomes is picked."""
+
+    def decorate(seam: Seam) -> Seam:
+        if seam.differs is not None:
+            raise ValueError(f"{seam.target}: a guarded seam has its own `differs`")
+        witness = (target, AfterGuard(differs))
+        return dataclasses.replace(seam, witnesses=(*seam.witnesses, witness))
+
+    return decorate
 
 
 def settled(outcome: Outcome) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
 from contextvars import ContextVar
 
 from mcp_host_conformance.zoo.client import (
@@ -14,7 +13,34 @@ from mcp_host_conformance.zoo.client import (
     replaced,
     replaced_after,
     replaced_when,
+    same_until,
 )
+
+_CONNECT_SERVER = "mcp_host_conformance.reference_client.discovery.connect_server"
+_RPC = "mcp_host_conformance.reference_client.rpc"
+_DISCOVER = "mcp_host_conformance.reference_client.discovery.discover"
+
+
+def _connect_timed_out(outcome, server, transport, **options) -> bool:
+    """A connect that ended in its timeout (or raised): nothing else can show a changed
+    limit on the connect, which a connect finished within it never reaches."""
+    kind, answer = outcome
+    if kind == "raise":
+        return True
+    line, connected = answer
+    return connected is None and "(connect timeout)" in (line.reason or "")
+
+
+def _past_pages(outcome, session) -> bool:
+    """The reference's list_tools read its last page with a cursor left: only there does a
+    higher page limit read on."""
+    kind, error = outcome
+    return kind == "raise" and "pages of tools/list" in str(error)
+
+
+def _connect_timed_out_or_slower(outcome, server, transport, *, timeout, **options) -> bool:
+    # a limit over the built-in 10 s (OAuth's time to authorize on top) is cut short too
+    return timeout > 10.0 or _connect_timed_out(outcome, server, transport, **options)
 
 
 @replaced("mcp_host_conformance.reference_client.discovery.connected_line")
@@ -28,9 +54,6 @@ def _other_status_line(original):
     return connected_line
 
 
-_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def several_servers(original, servers, **options) -> bool:
     """A `discover` that differs only in what it does with more than one server."""
     return len(servers) > 1
@@ -41,16 +64,36 @@ def several_servers(original, servers, **options) -> bool:
 _in_series: ContextVar[asyncio.Lock | None] = ContextVar("zoo_in_series", default=None)
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
-def _series_of_servers(original):
-    async def discover(servers, **options):
-        token = _in_series.set(asyncio.Lock())  # the connects' tasks copy this context
-        try:
-            return await original(servers, **options)
-        finally:
-            _in_series.reset(token)
+def _a_lock_per_discovery(lock: ContextVar[asyncio.Lock | None], differs):
+    """The `discover` seam that sets `lock` to a lock of its own for the discoveries
+    `differs` picks (the connects' tasks copy this context)."""
 
-    return discover
+    @replaced_when(_DISCOVER, differs)
+    def make(original):
+        async def discover(servers, **options):
+            token = lock.set(asyncio.Lock())
+            try:
+                return await original(servers, **options)
+            finally:
+                lock.reset(token)
+
+        return discover
+
+    return make
+
+
+def _connects_taking(lock: ContextVar[asyncio.Lock | None], differs):
+    """The `connect_server` seam whose connects `differs` picks take `lock` in turn."""
+
+    @replaced_when(_CONNECT_SERVER, differs)
+    def make(original):
+        async def connect_server(server, transport, **options):
+            async with lock.get():  # set: `differs` said so
+                return await original(server, transport, **options)
+
+        return connect_server
+
+    return make
 
 
 def _in_a_series(original, server, transport, **options) -> bool:
@@ -59,16 +102,12 @@ def _in_a_series(original, server, transport, **options) -> bool:
     return _in_series.get() is not None
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", _in_a_series)
-def _one_at_a_time(original):
-    async def connect_server(server, transport, **options):
-        async with _in_series.get():  # set: `_in_a_series` said so
-            return await original(server, transport, **options)
-
-    return connect_server
+_series_of_servers = _a_lock_per_discovery(_in_series, several_servers)
+_one_at_a_time = _connects_taking(_in_series, _in_a_series)
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+@same_until(_CONNECT_SERVER, _connect_timed_out_or_slower)
+@replaced(_CONNECT_SERVER)
 def _default_connect_timeout(original):
     async def connect_server(server, transport, *, timeout, redactor):
         del timeout  # the configured value is ignored: always the built-in default
@@ -77,20 +116,30 @@ def _default_connect_timeout(original):
     return connect_server
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
+def _connected_after_a_failure(found) -> set[str]:
+    """The servers registered after the first one that failed, in configuration order."""
+    failed = [i for i, status in enumerate(found.statuses) if not status.connected]
+    if not failed:
+        return set()
+    return {status.name for status in found.statuses[failed[0] + 1 :]} & set(found.servers)
+
+
+def _a_later_server_connected(outcome, servers, **options) -> bool:
+    kind, found = outcome
+    return kind == "return" and bool(_connected_after_a_failure(found))
+
+
+@replaced_after(_DISCOVER, _a_later_server_connected)
 def _stop_at_first_failure(original):
     from mcp_host_conformance.reference_client import builtins, discovery
 
-    async def discover(servers, **options):
-        found = await original(servers, **options)
-        failed = [i for i, status in enumerate(found.statuses) if not status.connected]
-        if failed:
-            later = {status.name for status in found.statuses[failed[0] + 1 :]}
-            for name in later & set(found.servers):
-                await found.servers.pop(name).session.close()
-            found.offered = discovery.offer(
-                found.servers.values(), options.get("reserved", builtins.NAMES)
-            )
+    async def discover(outcome, servers, **options):
+        _, found = outcome
+        for name in _connected_after_a_failure(found):
+            await found.servers.pop(name).session.close()
+        found.offered = discovery.offer(
+            found.servers.values(), options.get("reserved", builtins.NAMES)
+        )
         return found
 
     return discover
@@ -144,7 +193,13 @@ def _remember_reason(original):
     return check_tools
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+def _limit_broken(outcome, tools) -> bool:
+    """`check_tools` found a broken limit: the only way `_unavailable_but_registered` acts."""
+    return outcome != ("return", None)
+
+
+@same_until("mcp_host_conformance.reference_client.limits.check_tools", _limit_broken)
+@replaced(_CONNECT_SERVER)
 def _unavailable_but_registered(original):
     from mcp_host_conformance.reference_client import discovery
 
@@ -188,21 +243,31 @@ def over_stdio(original, server, transport, **options) -> bool:
     return isinstance(transport, StdioTransport) or isinstance(server, StdioServerConfig)
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
-def _stdio_one_at_a_time(original):
+def several_stdio_servers(original, servers, **options) -> bool:
+    """A `discover` of more than one stdio server: only there can their starts queue."""
+    from mcp_host_conformance.reference_client.config import StdioServerConfig
+
+    return sum(isinstance(server, StdioServerConfig) for server in servers) > 1
+
+
+# The lock the stdio connects of such a `discover` take in turn (unset everywhere else).
+_stdio_in_series: ContextVar[asyncio.Lock | None] = ContextVar("zoo_stdio_series", default=None)
+
+
+def _stdio_in_a_series(original, server, transport, **options) -> bool:
+    """A stdio connect of a `discover` `_series_of_stdio_servers` took (its own state)."""
     from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
 
-    async def connect_server(server, transport, **options):
-        if not isinstance(transport, StdioTransport):
-            return await original(server, transport, **options)
-        lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-        async with lock:  # local processes are started one after the other
-            return await original(server, transport, **options)
-
-    return connect_server
+    return _stdio_in_series.get() is not None and isinstance(transport, StdioTransport)
 
 
-@replaced("mcp_host_conformance.reference_client.discovery.connect_server")
+# local processes are started one after the other
+_series_of_stdio_servers = _a_lock_per_discovery(_stdio_in_series, several_stdio_servers)
+_stdio_one_at_a_time = _connects_taking(_stdio_in_series, _stdio_in_a_series)
+
+
+@same_until(_CONNECT_SERVER, _connect_timed_out)
+@replaced(_CONNECT_SERVER)
 def _timeout_per_request(original):
     async def connect_server(server, transport, *, timeout, redactor):
         request = transport.request
@@ -210,8 +275,11 @@ def _timeout_per_request(original):
         async def bounded_request(message):
             return await asyncio.wait_for(request(message), timeout)
 
-        transport.request = bounded_request  # each request gets the whole limit
-        return await original(server, transport, timeout=1000 * timeout, redactor=redactor)
+        transport.request = bounded_request  # each discovery request gets the whole limit
+        try:
+            return await original(server, transport, timeout=1000 * timeout, redactor=redactor)
+        finally:
+            del transport.request  # the calls later are the reference's
 
     return connect_server
 
@@ -255,13 +323,35 @@ def _tools_limit_per_page(original):
     return check_tools_page
 
 
-def _one_budget_for_all_servers(original, measure, limit: int, what: str):
+def _over_one_budget(measure, limit: int):
+    """The registered servers together are past `limit`: below it, one budget for all of
+    them changes nothing (one server alone past it is unavailable already)."""
+
+    def differs(outcome, servers, **options) -> bool:
+        kind, found = outcome
+        if kind == "raise":
+            return False  # raised again, as by the reference
+        return sum(measure(server.tools) for server in found.servers.values()) > limit
+
+    return differs
+
+
+def _one_budget_for_all_servers(measure, limit: int, what: str):
     """`discover`, with one budget of `limit` (tools, bytes) for all servers together: a
     server that takes the total past it is reported unavailable."""
+
+    @replaced_after(_DISCOVER, _over_one_budget(measure, limit))
+    def make(original):
+        return _one_budget(measure, limit, what)
+
+    return make
+
+
+def _one_budget(measure, limit: int, what: str):
     from mcp_host_conformance.reference_client import builtins, discovery
 
-    async def discover(servers, **options):
-        found = await original(servers, **options)
+    async def discover(outcome, servers, **options):
+        _, found = outcome
         total = 0
         for i, status in enumerate(found.statuses):
             server = found.servers.get(status.name) if status.connected else None
@@ -281,9 +371,7 @@ def _one_budget_for_all_servers(original, measure, limit: int, what: str):
     return discover
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
-def _tools_limit_across_servers(original):
-    return _one_budget_for_all_servers(original, len, 128, "128 tools")
+_tools_limit_across_servers = _one_budget_for_all_servers(len, 128, "128 tools")
 
 
 def _definitions_bytes(tools) -> int:
@@ -293,9 +381,9 @@ def _definitions_bytes(tools) -> int:
     return sum(limits.json_size({k: t[k] for k in keys if k in t}) for t in tools)
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.discover", several_servers)
-def _definitions_limit_across_servers(original):
-    return _one_budget_for_all_servers(original, _definitions_bytes, 64 * 1024, "64 KiB")
+_definitions_limit_across_servers = _one_budget_for_all_servers(
+    _definitions_bytes, 64 * 1024, "64 KiB"
+)
 
 
 def _compact(value, ensure_ascii):
@@ -339,7 +427,8 @@ def _null_schema_is_empty(original):
     return check_tools
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
+@same_until("mcp_host_conformance.reference_client.limits.check_tools", _limit_broken)
+@replaced(_CONNECT_SERVER)
 def _no_limits_for_stdio(original):
     from mcp_host_conformance.reference_client.transports.stdio import StdioTransport
 
@@ -403,7 +492,11 @@ CLIENTS = [
         "reads-17-pages",
         "Follows tools/list cursors for up to 17 pages.",
         {"DISC-6", "DISC-10"},  # DISC-10: the 17-page server's tools reach the model
-        (constant("mcp_host_conformance.reference_client.rpc.MAX_PAGES", 17),),
+        (
+            same_until(f"{_RPC}.RpcSession.list_tools", _past_pages)(
+                constant(f"{_RPC}.MAX_PAGES", 17)
+            ),
+        ),
         target="DISC-6",
     ),
     BrokenClient(
@@ -443,7 +536,7 @@ CLIENTS = [
         "connects-stdio-in-series",
         "Connects HTTP servers in parallel but starts stdio servers one after the other.",
         {"DISC-2"},
-        (_stdio_one_at_a_time,),
+        (_series_of_stdio_servers, _stdio_one_at_a_time),
     ),
     BrokenClient(
         "timeout-per-request",

@@ -6,7 +6,14 @@ import functools
 import ssl
 from urllib.parse import urlsplit
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, pure, replaced
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    Seam,
+    constant,
+    pure,
+    replaced,
+    same_until,
+)
 
 _TRANSPORT = "mcp_host_conformance.reference_client.transports"
 _HTTP = f"{_TRANSPORT}.http"
@@ -94,6 +101,15 @@ def _no_expiry_check(context):
 # ---- NET-3 ------------------------------------------------------------------------------------
 
 
+def _answer_with_location(outcome, client, request, **options) -> bool:
+    """An HTTP answer that names a Location: the only one a client following redirects (or
+    taking a cross-origin Location out) treats otherwise. Every httpx client's, the
+    reference's own included (a superset of the MCP clients' answers)."""
+    kind, response = outcome
+    return kind == "return" and "location" in response.headers
+
+
+@same_until("httpx.AsyncClient.send", _answer_with_location)
 @replaced(f"{_HTTP}.http_client")
 def _follow_redirects(original):
     def http_client(*args, **kwargs):
@@ -104,6 +120,7 @@ def _follow_redirects(original):
     return http_client
 
 
+@same_until("httpx.AsyncClient.send", _answer_with_location)
 @replaced(f"{_HTTP}.http_client")
 def _follow_same_origin(original):
     def http_client(*args, **kwargs):
@@ -133,6 +150,48 @@ def _follow_same_origin(original):
 # ---- NET-4 ------------------------------------------------------------------------------------
 
 _LIMIT = 1024 * 1024
+# The size clients' limits (1 MB, 4 MiB, none) all read a message well under 1 MB as the
+# reference does: they act only where something that large was read (`same_until`), which
+# is where the reference read it (a line, a body, an SSE event or line) or refused it.
+_NEAR = 1_000_000 - 4096
+_SSE_FEED = f"{_TRANSPORT}.sse.SseParser.feed"
+_READ_BODY = f"{_HTTP}.HttpTransport.read_body"
+_READ_LINE = f"{_STDIO}.StdioTransport.read_line"
+
+
+def _too_large(outcome) -> bool:
+    from mcp_host_conformance.reference_client.transports import MessageTooLarge
+
+    kind, value = outcome
+    return kind == "raise" and isinstance(value, MessageTooLarge)
+
+
+def _fed_near_limit(outcome, parser, chunk) -> bool:
+    """An SSE feed that refused a message, dispatched one that large, or holds that much of
+    a line or an event (the parser's own limit is checked there and nowhere else)."""
+    if outcome[0] == "raise":
+        return True
+    held = parser._size + len(parser._buffer)
+    return held > _NEAR or any(len(event.data) + 1 > _NEAR for event in outcome[1])
+
+
+def _body_near_limit(outcome, transport, response) -> bool:
+    length = response.headers.get("content-length", "")
+    if _too_large(outcome) or (length.isdigit() and int(length) > _NEAR):
+        return True
+    return outcome[0] == "return" and len(outcome[1]) > _NEAR
+
+
+def _line_near_limit(outcome, transport) -> bool:
+    return _too_large(outcome) or (outcome[0] == "return" and len(outcome[1]) > _NEAR)
+
+
+def _message_limit(module: str, value: int):
+    """The seam of `module`'s MAX_MESSAGE_BYTES, the same until a message near it is read."""
+    seam = constant(f"{module}.MAX_MESSAGE_BYTES", value)
+    if module == _STDIO:
+        return same_until(_READ_LINE, _line_near_limit)(seam)
+    return same_until(_READ_BODY, _body_near_limit)(same_until(_SSE_FEED, _fed_near_limit)(seam))
 
 
 @pure
@@ -174,10 +233,7 @@ CLIENTS = [
         "no-message-limit",
         "Reads messages and responses of any size.",
         {"NET-4", "RES-8"},  # RES-8: an oversized call result is then completed
-        (
-            constant(f"{_HTTP}.MAX_MESSAGE_BYTES", 1 << 30),
-            constant(f"{_STDIO}.MAX_MESSAGE_BYTES", 1 << 30),
-        ),
+        (_message_limit(_HTTP, 1 << 30), _message_limit(_STDIO, 1 << 30)),
         target="NET-4",
     ),
     BrokenClient(
@@ -218,8 +274,8 @@ CLIENTS = [
         {"NET-4", "RES-8"},  # RES-8: a multi-byte call result over 1 MiB is then completed
         target="NET-4",
         seams=(
-            constant(f"{_HTTP}.MAX_MESSAGE_BYTES", 4 * _LIMIT),
-            constant(f"{_STDIO}.MAX_MESSAGE_BYTES", 4 * _LIMIT),
+            _message_limit(_HTTP, 4 * _LIMIT),
+            _message_limit(_STDIO, 4 * _LIMIT),
             Seam(f"{_HTTP}.parse_json", _characters_counted),
             Seam(f"{_STDIO}.parse_json", _characters_counted),
         ),
@@ -230,8 +286,8 @@ CLIENTS = [
         {"NET-4", "RES-8"},  # RES-8: a call result near 1 MiB is then refused
         target="NET-4",
         seams=(
-            constant(f"{_HTTP}.MAX_MESSAGE_BYTES", 1_000_000),
-            constant(f"{_STDIO}.MAX_MESSAGE_BYTES", 1_000_000),
+            _message_limit(_HTTP, 1_000_000),
+            _message_limit(_STDIO, 1_000_000),
         ),
     ),
 ]

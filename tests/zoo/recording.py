@@ -355,15 +355,22 @@ def guard_key(client: str, target: str) -> str:
 
 
 def zoo_guards() -> dict[str, list[tuple[str, Callable[..., bool]]]]:
-    """Per target, the (key, differs) of every `replaced_when` and `replaced_after` seam of
-    the zoo."""
+    """`guards_of` every broken client of the zoo."""
     from mcp_host_conformance.zoo import BROKEN
 
+    return guards_of(BROKEN.values())
+
+
+def guards_of(clients: Iterable[Any]) -> dict[str, list[tuple[str, Callable[..., bool]]]]:
+    """Per target, the (key, differs) of every `replaced_when` and `replaced_after` seam of
+    `clients`, and of every `same_until` seam (at the function it names)."""
     guards: dict[str, list[tuple[str, Callable[..., bool]]]] = {}
-    for client in BROKEN.values():
+    for client in clients:
         for seam in client.seams:
+            key = guard_key(client.name, seam.target)
+            for watched, differs in seam.witnesses:
+                guards.setdefault(watched, []).append((key, differs))
             if seam.differs is not None:
-                key = guard_key(client.name, seam.target)
                 guards.setdefault(seam.target, []).append((key, seam.differs))
     return guards
 

@@ -8,10 +8,14 @@ from mcp_host_conformance.zoo.client import (
     constant,
     pure,
     replaced,
+    replaced_after,
     replaced_when,
+    same_until,
 )
 
 _OUTCOME = "mcp_host_conformance.reference_client.turn.outcome_of_call"
+_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
+_RESULTS = "mcp_host_conformance.reference_client.results"
 
 
 @replaced("mcp_host_conformance.reference_client.results.render_content")
@@ -41,12 +45,32 @@ def _image_data(original):
     return block_text
 
 
-@replaced("mcp_host_conformance.reference_client.rpc.RpcSession.call_tool")
+def _near_output_limit(outcome, text) -> bool:
+    """A text of 60,000 bytes or more was limited: any output limit from there up (or none)
+    gives a shorter one as the reference's 64 KiB does (`read_file` limits what it read)."""
+    return outcome[0] == "raise" or len(text.encode("utf-8", "surrogatepass")) >= 60_000
+
+
+def _output_limit(value: int):
+    return same_until(f"{_RESULTS}.limited_text", _near_output_limit)(
+        constant(f"{_RESULTS}.OUTPUT_LIMIT", value)
+    )
+
+
+def _links_in(outcome, *args, **kwargs) -> bool:
+    kind, result = outcome
+    content = result.get("content") if kind == "return" and isinstance(result, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "resource_link" for block in content
+    )
+
+
+@replaced_after("mcp_host_conformance.reference_client.rpc.RpcSession.call_tool", _links_in)
 def _open_links(original):
     from mcp_host_conformance.reference_client.transports import McpError
 
-    async def call_tool(self, name, arguments):
-        result = await original(self, name, arguments)
+    async def call_tool(outcome, self, name, arguments):
+        _, result = outcome
         for block in result.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "resource_link":
                 try:
@@ -212,7 +236,11 @@ def _decode_text_blobs(original):
     return block_text
 
 
-@replaced("mcp_host_conformance.reference_client.results.block_text")
+def _a_link(original, block) -> bool:
+    return isinstance(block, dict) and block.get("type") == "resource_link"
+
+
+@replaced_when("mcp_host_conformance.reference_client.results.block_text", _a_link)
 def _fetch_link_urls(original):
     import urllib.request
     from pathlib import Path
@@ -220,16 +248,15 @@ def _fetch_link_urls(original):
 
     def block_text(block):
         text, is_text = original(block)
-        if isinstance(block, dict) and block.get("type") == "resource_link":
-            uri = str(block.get("uri", ""))
-            try:  # "links are more useful opened"
-                if uri.startswith(("http://", "https://")):
-                    with urllib.request.urlopen(uri, timeout=2) as response:  # noqa: S310
-                        text += "\n" + response.read(4096).decode("utf-8", "replace")
-                elif uri.startswith("file://"):
-                    text += "\n" + Path(urlsplit(uri).path).read_text()[:4096]
-            except (OSError, ValueError):
-                pass
+        uri = str(block.get("uri", ""))  # a resource link (`_a_link`)
+        try:  # "links are more useful opened"
+            if uri.startswith(("http://", "https://")):
+                with urllib.request.urlopen(uri, timeout=2) as response:  # noqa: S310
+                    text += "\n" + response.read(4096).decode("utf-8", "replace")
+            elif uri.startswith("file://"):
+                text += "\n" + Path(urlsplit(uri).path).read_text()[:4096]
+        except (OSError, ValueError):
+            pass
         return text, is_text
 
     return block_text
@@ -321,7 +348,16 @@ def _result_lost_on_resume(original):
     return resume_stream
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.run_call")
+def _unknown(outcome, *args, **kwargs) -> bool:
+    """A call ended unknown: until one does, the client is the reference."""
+    from mcp_host_conformance.reference_client import results
+
+    kind, answer = outcome
+    return kind == "raise" or answer.status == results.UNKNOWN
+
+
+@same_until(_RUN_CALL, _unknown)
+@replaced(_RUN_CALL)
 def _note_unknown(original):
     from mcp_host_conformance.reference_client import results
 
@@ -334,6 +370,7 @@ def _note_unknown(original):
     return run_call
 
 
+@same_until(_RUN_CALL, _unknown)  # it drops outputs only once `_note_unknown` noted one
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
 def _drop_outputs_after_unknown(original):
     def record(self, item):
@@ -418,7 +455,7 @@ CLIENTS = [
         "no-output-limit",
         "Hands results of any size to the model, status completed.",
         {"RES-10"},
-        (constant("mcp_host_conformance.reference_client.results.OUTPUT_LIMIT", 1 << 40),),
+        (_output_limit(1 << 40),),
         target="RES-10",
     ),
     BrokenClient(
@@ -545,7 +582,7 @@ CLIENTS = [
         "output-limit-64000-bytes",
         "Cuts results at 64,000 bytes (a decimal count) instead of 64 KiB.",
         {"RES-10"},
-        (constant("mcp_host_conformance.reference_client.results.OUTPUT_LIMIT", 64_000),),
+        (_output_limit(64_000),),
     ),
     BrokenClient(
         "drops-outputs-after-unknown",

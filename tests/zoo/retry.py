@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, Seam, constant, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    replaced,
+    replaced_after,
+    replaced_when,
+    same_until,
+)
 from mcp_host_conformance.zoo.sessions import calls_in_history
+from mcp_host_conformance.zoo.turn import call_limit
+
+_SEND_CALL = "mcp_host_conformance.reference_client.turn.Conversation.send_call"
+_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.send_call")
-def _retry_after_timeout(original):
-    from mcp_host_conformance.reference_client import results
+def _unknown_with(words):
+    """A call's outcome is unknown, its output naming one of `words`."""
 
-    async def call(self, server, tool, arguments):
-        outcome = await original(self, server, tool, arguments)
-        if outcome.status == results.UNKNOWN and "call timeout" in outcome.output:
-            outcome = await original(self, server, tool, arguments)  # "it was probably lost"
-        return outcome
+    def differs(outcome, *args, **kwargs) -> bool:
+        from mcp_host_conformance.reference_client import results
+
+        kind, answer = outcome
+        return (
+            kind == "return"
+            and answer.status == results.UNKNOWN
+            and any(word in answer.output for word in words)
+        )
+
+    return differs
+
+
+def _send_again(original):
+    async def call(outcome, self, server, tool, arguments):
+        return await original(self, server, tool, arguments)
 
     return call
+
+
+# "it was probably lost"
+_retry_after_timeout = replaced_after(_SEND_CALL, _unknown_with(["call timeout"]))(_send_again)
 
 
 def _asks_for_acknowledgement(original, self) -> bool:
@@ -44,37 +68,46 @@ def _decline_ends_session(original):
     return acknowledge
 
 
-@replaced("mcp_host_conformance.reference_client.turn.Conversation.send_call")
-def _retry_on_server_error(original):
-    from mcp_host_conformance.reference_client import results
-
-    async def call(self, server, tool, arguments):
-        outcome = await original(self, server, tool, arguments)
-        if outcome.status == results.UNKNOWN and "(HTTP 5" in outcome.output:
-            outcome = await original(self, server, tool, arguments)  # "a 5xx is transient"
-        return outcome
-
-    return call
+# "a 5xx is transient"
+_retry_on_server_error = replaced_after(_SEND_CALL, _unknown_with(["(HTTP 5"]))(_send_again)
 
 
-@replaced("mcp_host_conformance.reference_client.transports.stdio.StdioTransport.request")
-def _restart_crashed_server(original):
+def _call_lost_first_time(outcome, transport, message) -> bool:
+    """A call whose server went away, before the client restarted it once (its own state)."""
     from mcp_host_conformance.reference_client.transports import TransportError
 
-    async def request(self, message):
-        try:
-            return await original(self, message)
-        except TransportError:
-            if message.get("method") != "tools/call" or getattr(self, "zoo_restarted", False):
-                raise
-            self.zoo_restarted = True  # "the server crashed: start it again and carry on"
-            self._broken = None
-            await self.connect()
-            return await original(self, message)
+    kind, error = outcome
+    return (
+        kind == "raise"
+        and isinstance(error, TransportError)
+        and message.get("method") == "tools/call"
+        and not getattr(transport, "zoo_restarted", False)
+    )
+
+
+@replaced_after(
+    "mcp_host_conformance.reference_client.transports.stdio.StdioTransport.request",
+    _call_lost_first_time,
+)
+def _restart_crashed_server(original):
+    async def request(outcome, self, message):
+        self.zoo_restarted = True  # "the server crashed: start it again and carry on"
+        self._broken = None
+        await self.connect()
+        return await original(self, message)
 
     return request
 
 
+_RESUME_STREAM = "mcp_host_conformance.reference_client.transports.http.HttpTransport.resume_stream"
+
+
+def _resumed(outcome, self, *args, **kwargs) -> bool:
+    """Any resumption: what `_remember_request` keeps is read there alone."""
+    return True
+
+
+@same_until(_RESUME_STREAM, _resumed)
 @replaced("mcp_host_conformance.reference_client.transports.http.HttpTransport.request")
 def _remember_request(original):
     async def request(self, message):
@@ -85,7 +118,7 @@ def _remember_request(original):
     return request
 
 
-@replaced("mcp_host_conformance.reference_client.transports.http.HttpTransport.resume_stream")
+@replaced(_RESUME_STREAM)
 def _repost_on_reconnect(original):
     async def resume_stream(self, request_id, stream, lost):
         message = getattr(self, "zoo_message", None)
@@ -132,7 +165,18 @@ def _resend_unknown_on_resume(original):
     return start
 
 
+def _any_output_with(words):
+    def differs(outcome, *args, **kwargs) -> bool:
+        kind, answer = outcome
+        return kind == "raise" or any(word in answer.output for word in words)
+
+    return differs
+
+
 def _forget_acknowledgement_when(*words):
+    # the same as the reference's until a call ends with one of `words` in its output
+    @same_until(_RUN_CALL, _any_output_with(words))
+    @replaced(_RUN_CALL)
     def make(original):
         async def run_call(self, call, report):
             pending = self.rules.pending_acknowledgement
@@ -171,7 +215,7 @@ CLIENTS = [
         "no-call-limit",
         "Has no limit on tool calls per turn.",
         {"TURN-1"},
-        (constant("mcp_host_conformance.reference_client.turn_rules.MAX_CALLS_PER_TURN", 1000),),
+        (call_limit(1000),),
         target="TURN-1",
     ),
     BrokenClient(
@@ -203,22 +247,12 @@ CLIENTS = [
         "no-acknowledgement-after-timeout",
         "Asks for the acknowledgement after a lost connection, but not after a timeout.",
         {"RETRY-2"},
-        (
-            Seam(
-                "mcp_host_conformance.reference_client.turn.Conversation.run_call",
-                _forget_acknowledgement_when("call timeout"),
-            ),
-        ),
+        (_forget_acknowledgement_when("call timeout"),),
     ),
     BrokenClient(
         "no-acknowledgement-after-cancel",
         "Asks for no acknowledgement after a call the user cancelled (the user knows).",
         {"RETRY-2"},
-        (
-            Seam(
-                "mcp_host_conformance.reference_client.turn.Conversation.run_call",
-                _forget_acknowledgement_when("cancelled"),
-            ),
-        ),
+        (_forget_acknowledgement_when("cancelled"),),
     ),
 ]

@@ -13,9 +13,7 @@ from mcp_host_conformance.zoo.client import (
     pure,
     replaced,
     replaced_after,
-    replaced_when,
 )
-from mcp_host_conformance.zoo.discovery import over_stdio
 
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
 
@@ -62,19 +60,28 @@ def _no_signals(original):
     return lambda pgid, sig: None
 
 
-@replaced_when("mcp_host_conformance.reference_client.discovery.connect_server", over_stdio)
-def _exited_is_connected(original):
-    from mcp_host_conformance.reference_client import config, discovery
+def _stdio_server_exited(outcome, server, transport, **options) -> bool:
+    from mcp_host_conformance.reference_client import config
 
-    async def connect_server(server, transport, *, timeout, redactor):
-        line, connected = await original(server, transport, timeout=timeout, redactor=redactor)
-        if (
-            isinstance(server, config.StdioServerConfig)
-            and not line.connected
-            and any(word in (line.reason or "") for word in ("exited", "closed its output"))
-        ):
-            line = discovery.connected_line(server.name, 0, line.destination)
-        return line, connected
+    kind, answer = outcome
+    if kind == "raise" or not isinstance(server, config.StdioServerConfig):
+        return False  # raised again as the reference does; an HTTP server is the reference's
+    line, _ = answer
+    return not line.connected and any(
+        word in (line.reason or "") for word in ("exited", "closed its output")
+    )
+
+
+@replaced_after(
+    "mcp_host_conformance.reference_client.discovery.connect_server", _stdio_server_exited
+)
+def _exited_is_connected(original):
+    from mcp_host_conformance.reference_client import discovery
+
+    async def connect_server(outcome, server, transport, **options):
+        # a stdio server that exited or closed its output (`_stdio_server_exited`)
+        line, connected = outcome[1]
+        return discovery.connected_line(server.name, 0, line.destination), connected
 
     return connect_server
 

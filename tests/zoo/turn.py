@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from mcp_host_conformance.zoo.client import BrokenClient, constant, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    constant,
+    replaced,
+    replaced_when,
+    same_until,
+)
 
 _TURN_RULES = "mcp_host_conformance.reference_client.turn_rules"
+_REQUEST_CALL = f"{_TURN_RULES}.TurnRules.request_call"
 
 
-@replaced(f"{_TURN_RULES}.TurnRules.request_call")
+def _near_the_limit(outcome, rules) -> bool:
+    """The turn's 15th call ran or a call was refused: below that, any call limit from 15
+    up (or none, or one looked at per reply) runs every call as the reference's 16 does."""
+    return outcome != ("return", "run") or rules.calls_run >= 15
+
+
+def call_limit(value: int):
+    """The seam of MAX_CALLS_PER_TURN set to `value` (15 or more)."""
+    return same_until(_REQUEST_CALL, _near_the_limit)(
+        constant(f"{_TURN_RULES}.MAX_CALLS_PER_TURN", value)
+    )
+
+
+@same_until(_REQUEST_CALL, _near_the_limit)
+@replaced(_REQUEST_CALL)
 def _limit_per_reply(original):
     from mcp_host_conformance.reference_client import turn_rules
 
@@ -29,6 +50,7 @@ def _limit_per_reply(original):
     return request_call
 
 
+@same_until(_REQUEST_CALL, _near_the_limit)  # it only notes where a reply ends
 @replaced(f"{_TURN_RULES}.TurnRules.after_outputs")
 def _reply_done(original):
     def after_outputs(self):
@@ -85,6 +107,6 @@ CLIENTS = [
         "stops-at-15-calls",
         "Allows 15 tool calls per turn instead of 16.",
         {"TURN-1"},
-        (constant(f"{_TURN_RULES}.MAX_CALLS_PER_TURN", 15),),
+        (call_limit(15),),
     ),
 ]
