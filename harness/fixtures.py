@@ -313,7 +313,7 @@ def restarted_host(
     def restart() -> Host:
         if fresh_process.per_case():
             # this case's own, closed with it (Case.close), shared by its restarts
-            adapter = fresh_process.shared(pytestconfig, case.adapters)
+            adapter = fresh_process.own(pytestconfig, case.adapters)
         else:
             adapter = fresh_process.shared(pytestconfig, _second_process)
         again = dataclasses.replace(host, adapter=adapter)

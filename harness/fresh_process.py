@@ -77,6 +77,17 @@ def shared(config: pytest.Config, started: list[Adapter]) -> Adapter:
     use."""
     if started:
         return reused(started)
+    return _start(config, started)
+
+
+def own(config: pytest.Config, started: list[Adapter]) -> Adapter:
+    """The running case's own restarted host (`started`: the case's, none yet or the one),
+    started on first use: what it does is this case's alone, again when the case restarts
+    twice (never `reused`)."""
+    return started[0] if started else _start(config, started)
+
+
+def _start(config: pytest.Config, started: list[Adapter]) -> Adapter:
     from mcp_host_conformance.harness.client_under_test import timeout_scale
     from mcp_host_conformance.harness.driver import DriverAdapter
 

@@ -123,6 +123,13 @@ def test_the_shared_restarted_host_starts_once_and_a_per_case_one_when_asked(mon
     fresh_process.shared(None, store)
     fresh_process.shared(None, store)
     assert started == ["cmd"] and store == [None]
+    # a case's own (per case, traced runs): restarted twice, started once and never
+    # `reused`, whose lines would make the case always run
+    own: list = []
+    with mock.patch.object(fresh_process, "reused", side_effect=AssertionError("reused")):
+        fresh_process.own(None, own)
+        fresh_process.own(None, own)
+    assert started == ["cmd", "cmd"] and own == [None]
     for value, expected in (("", False), ("0", False), ("1", True)):
         monkeypatch.setenv(fresh_process.PER_CASE_ENV, value)
         assert fresh_process.per_case() is expected
