@@ -54,6 +54,12 @@ class SseParser:
         self._pending_id: str | None = None
         self._id_seen = False
 
+    @property
+    def held(self) -> int:
+        """The bytes held of an event not yet dispatched and of a line not yet ended: what
+        the limit bounds between two feeds."""
+        return self._size + len(self._buffer)
+
     def restart(self) -> None:
         """A new connection continues the stream: forget any half-received event."""
         self._buffer = b""
@@ -80,7 +86,7 @@ class SseParser:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        if self._size + len(self._buffer) > self.limit:
+        if self.held > self.limit:
             raise MessageTooLarge("SSE message")
         return events
 

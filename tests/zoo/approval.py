@@ -12,6 +12,7 @@ from mcp_host_conformance.zoo.client import (
     replaced_when,
     same_until,
 )
+from mcp_host_conformance.zoo.turn import RUN_CALL, ended
 
 
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask_approval")
@@ -113,19 +114,8 @@ def _y_prefix_approves(original):
     return is_approved
 
 
-_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
-
-
-def _denied(outcome, *args, **kwargs) -> bool:
-    """A call denied: until one is, nothing is queued, and the client is the reference."""
-    from mcp_host_conformance.reference_client import results
-
-    kind, answer = outcome
-    return kind == "raise" or answer.status == results.DENIED
-
-
-@same_until(_RUN_CALL, _denied)
-@replaced(_RUN_CALL)
+@same_until(RUN_CALL, ended("DENIED"))
+@replaced(RUN_CALL)
 def _queue_denied_calls(original):
     from mcp_host_conformance.reference_client import results
 
@@ -138,7 +128,7 @@ def _queue_denied_calls(original):
     return run_call
 
 
-@same_until(_RUN_CALL, _denied)  # it sends only what `_queue_denied_calls` queued
+@same_until(RUN_CALL, ended("DENIED"))  # it sends only what `_queue_denied_calls` queued
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.ask")
 def _send_denied_calls_later(original):
     import json

@@ -342,15 +342,11 @@ def _one_budget_for_all_servers(measure, limit: int, what: str):
 
     @replaced_after(_DISCOVER, _over_one_budget(measure, limit))
     def make(original):
-        return _one_budget(measure, limit, what)
-
-    return make
-
-
-def _one_budget(measure, limit: int, what: str):
-    from mcp_host_conformance.reference_client import builtins, discovery
+        return discover
 
     async def discover(outcome, servers, **options):
+        from mcp_host_conformance.reference_client import builtins, discovery
+
         _, found = outcome
         total = 0
         for i, status in enumerate(found.statuses):
@@ -368,7 +364,7 @@ def _one_budget(measure, limit: int, what: str):
         )
         return found
 
-    return discover
+    return make
 
 
 _tools_limit_across_servers = _one_budget_for_all_servers(len, 128, "128 tools")

@@ -171,8 +171,7 @@ def _fed_near_limit(outcome, parser, chunk) -> bool:
     a line or an event (the parser's own limit is checked there and nowhere else)."""
     if outcome[0] == "raise":
         return True
-    held = parser._size + len(parser._buffer)
-    return held > _NEAR or any(len(event.data) + 1 > _NEAR for event in outcome[1])
+    return parser.held > _NEAR or any(len(event.data) + 1 > _NEAR for event in outcome[1])
 
 
 def _body_near_limit(outcome, transport, response) -> bool:

@@ -12,9 +12,9 @@ from mcp_host_conformance.zoo.client import (
     replaced_when,
     same_until,
 )
+from mcp_host_conformance.zoo.turn import RUN_CALL, ended
 
 _OUTCOME = "mcp_host_conformance.reference_client.turn.outcome_of_call"
-_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
 _RESULTS = "mcp_host_conformance.reference_client.results"
 
 
@@ -348,16 +348,8 @@ def _result_lost_on_resume(original):
     return resume_stream
 
 
-def _unknown(outcome, *args, **kwargs) -> bool:
-    """A call ended unknown: until one does, the client is the reference."""
-    from mcp_host_conformance.reference_client import results
-
-    kind, answer = outcome
-    return kind == "raise" or answer.status == results.UNKNOWN
-
-
-@same_until(_RUN_CALL, _unknown)
-@replaced(_RUN_CALL)
+@same_until(RUN_CALL, ended("UNKNOWN"))
+@replaced(RUN_CALL)
 def _note_unknown(original):
     from mcp_host_conformance.reference_client import results
 
@@ -370,7 +362,7 @@ def _note_unknown(original):
     return run_call
 
 
-@same_until(_RUN_CALL, _unknown)  # it drops outputs only once `_note_unknown` noted one
+@same_until(RUN_CALL, ended("UNKNOWN"))  # it drops outputs only once `_note_unknown` noted one
 @replaced("mcp_host_conformance.reference_client.turn.Conversation.record")
 def _drop_outputs_after_unknown(original):
     def record(self, item):

@@ -10,10 +10,9 @@ from mcp_host_conformance.zoo.client import (
     same_until,
 )
 from mcp_host_conformance.zoo.sessions import calls_in_history
-from mcp_host_conformance.zoo.turn import call_limit
+from mcp_host_conformance.zoo.turn import RUN_CALL, call_limit
 
 _SEND_CALL = "mcp_host_conformance.reference_client.turn.Conversation.send_call"
-_RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
 
 
 def _unknown_with(words):
@@ -175,8 +174,8 @@ def _any_output_with(words):
 
 def _forget_acknowledgement_when(*words):
     # the same as the reference's until a call ends with one of `words` in its output
-    @same_until(_RUN_CALL, _any_output_with(words))
-    @replaced(_RUN_CALL)
+    @same_until(RUN_CALL, _any_output_with(words))
+    @replaced(RUN_CALL)
     def make(original):
         async def run_call(self, call, report):
             pending = self.rules.pending_acknowledgement

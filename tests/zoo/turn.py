@@ -12,6 +12,21 @@ from mcp_host_conformance.zoo.client import (
 
 _TURN_RULES = "mcp_host_conformance.reference_client.turn_rules"
 _REQUEST_CALL = f"{_TURN_RULES}.TurnRules.request_call"
+RUN_CALL = "mcp_host_conformance.reference_client.turn.Conversation.run_call"
+
+
+def ended(status: str):
+    """The `differs` of a `same_until(RUN_CALL, ...)` seam: a call ended with the status
+    `results.<status>` (or raised), the event the clients that keep such calls for later
+    wait for (the reference client is imported only when asked: after the patches)."""
+
+    def differs(outcome, *args, **kwargs) -> bool:
+        from mcp_host_conformance.reference_client import results
+
+        kind, answer = outcome
+        return kind == "raise" or answer.status == getattr(results, status)
+
+    return differs
 
 
 def _near_the_limit(outcome, rules) -> bool:
