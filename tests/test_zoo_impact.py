@@ -679,6 +679,76 @@ def test_a_guarded_seam_run_in_a_case_s_own_process_selects_that_case():
     assert zoo_impact.selection(client, trace, records) == {"t.py::remote"}
 
 
+def _watched_remotely(tmp_path, client: BrokenClient, calls: dict[str, list[tuple]]):
+    """Records with the journal of a process of the run that watched `client`'s guarded
+    seams (as remote_recording does) while making `calls` of PURE_TARGET, by case (it
+    started in the first), and of the run's own process, which watched them too."""
+    guards = recording.guards_of([client])
+    recorder = recording.JournalRecorder([], str(tmp_path / "records"), guards)
+    os.environ[recording.CASE_ENV] = next(iter(calls))  # the case the process started in
+    recorder.start()
+    try:
+        for case, arguments in calls.items():
+            os.environ[recording.CASE_ENV] = case
+            for args in arguments:
+                pkgutil.resolve_name(PURE_TARGET)(*args)
+    finally:
+        os.environ.pop(recording.CASE_ENV, None)
+        recorder.stop()
+    assert pkgutil.resolve_name(PURE_TARGET) is naming.is_valid_name
+    own = recording.Records(guarded={key for w in guards.values() for key, _ in w})
+    own.dump(tmp_path / "records")
+    return recording.Records.read(tmp_path / "records")
+
+
+def _remote_trace(*cases: str) -> Trace:
+    path, body = _function_lines(naming.is_valid_name)
+    lines = {path: {min(body): set(cases)}}
+    return Trace(lines, remote=lines)
+
+
+def test_a_guarded_seam_watched_in_a_case_s_own_process_selects_by_its_answers(tmp_path):
+    client = _guarded_probe(PURE_TARGET, lambda original, name: len(name) > 64)
+    records = _watched_remotely(
+        tmp_path, client, {"t.py::short": [("ok",)], "t.py::long": [("ok",), ("x" * 70,)]}
+    )
+    key = recording.guard_key("guarded-probe", PURE_TARGET)
+    assert records.watched_elsewhere == {key: {"t.py::short"}}  # the process's first case
+    assert records.diverged == {key: {"t.py::long"}}
+    trace = _remote_trace("t.py::short", "t.py::long", "t.py::unwatched")
+    # a process the case started that watched nothing (no journal): its lines select it
+    assert zoo_impact.selection(client, trace, records) == {"t.py::long", "t.py::unwatched"}
+
+
+def test_a_cut_journal_counts_as_every_watched_guard_saying_yes(tmp_path):
+    client = _guarded_probe(PURE_TARGET, lambda original, name: False)
+    _watched_remotely(tmp_path, client, {"t.py::cut": [("ok",)]})
+    journal = next(tmp_path.glob(f"records.*{recording.JOURNAL_SUFFIX}"))
+    journal.write_bytes(journal.read_bytes() + pickle.dumps((recording._DIVERGED, "k", "c"))[:-3])
+    records = recording.Records.read(tmp_path / "records")
+    assert records.diverged == {recording.guard_key("guarded-probe", PURE_TARGET): {"t.py::cut"}}
+    assert zoo_impact.selection(client, _remote_trace("t.py::cut"), records) == {"t.py::cut"}
+
+
+def test_a_traced_process_watches_the_zoo_s_guards(tmp_path):
+    env = {
+        **os.environ,
+        **zoo_impact.subprocess_env(tmp_path),
+        recording.CASE_ENV: "t.py::spawned",
+        "COVERAGE_FILE": str(tmp_path / ".coverage.trace"),
+    }
+    target = "mcp_host_conformance.reference_client.limits.check_tools"
+    code = f"import pkgutil; f = pkgutil.resolve_name({target!r}); print(hasattr(f, '__wrapped__'))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, timeout=60, capture_output=True
+    )
+    assert done.stdout.strip() == b"True"  # the guard's wrapper
+    recording.Records().dump(tmp_path / zoo_impact.RECORDS_FILE)
+    records = recording.Records.read(tmp_path / zoo_impact.RECORDS_FILE)
+    watched = {key for key, cases in records.watched_elsewhere.items() if "t.py::spawned" in cases}
+    assert watched == {key for w in recording.zoo_guards().values() for key, _ in w}
+
+
 def test_a_guarded_seam_saying_yes_outside_any_case_runs_every_case():
     client = _guarded_probe(PURE_TARGET, lambda original, name: True)
     records = _asked(PURE_TARGET, client, {OUTSIDE: [("ok",)]})

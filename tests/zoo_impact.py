@@ -31,10 +31,12 @@ own executed (`Trace.remote`) count only for a case no such process kept a journ
 
 A seam made by `replaced_when` (tests/zoo/client.py) hands the original every call its
 `differs` says no to, so a run against its client is the reference run until `differs` first
-says yes: the traced run asks `differs` at every call (`GuardRecorder`), and the seam selects
-the cases in which it said yes, and those in which a process of their own ran the function.
-So does a seam made by `replaced_after` (asked of each outcome) and one marked `same_until`
-(asked of each outcome of the function it names, whose outcome alone shows its change).
+says yes: the traced run asks `differs` at every call (`GuardRecorder`), in its own process
+and in each process it starts (the journals, which note each yes), and the seam selects the
+cases in which it said yes, and those in which a process of their own that kept no journal
+ran the function. So does a seam made by `replaced_after` (asked of each outcome) and one
+marked `same_until` (asked of each outcome of the function it names, whose outcome alone
+shows its change).
 
 A selection can only be as good as the reference run it comes from: a seam the reference
 run reaches only now and then (a race) may be missed; the self-test then reports the ID as
@@ -87,6 +89,7 @@ plugins = {plugin}
 
 [{plugin}]
 journal = {journal}
+guards = 1
 targets =
     {targets}
 """
@@ -325,11 +328,13 @@ def _by_seams(
             return None
         key = guard_key(client.name, seam.target)
         if (seam.differs is not None or seam.witnesses) and key in records.guarded:
-            # where `differs` said yes in the run's own process, and wherever another
-            # process ran the seam's function (nobody asked `differs` there)
-            cases = records.diverged.get(key, set()).union(
+            # where `differs` said yes, and wherever a process of a case's own that did not
+            # watch it (kept no journal) ran the seam's function (nobody asked `differs`)
+            unasked = set().union(
                 *(trace.executing(path, numbers, remote=True) for path, numbers in lines.items())
             )
+            unasked -= records.watched_elsewhere.get(key, set())
+            cases = records.diverged.get(key, set()) | unasked
             if OUTSIDE in cases:
                 return None
             selected |= cases

@@ -123,10 +123,14 @@ class Records:
     # the cases a process of their own started under (its journal holds every call it made
     # through the targets, or marks them unrecordable), whether it made any or not
     recorded_elsewhere: set[str] = field(default_factory=set)
-    # per `replaced_when` seam watched in the run's own process (`guard_key`): the cases in
-    # which its `differs` said yes at some call (GuardRecorder)
+    # the guarded seams (`guard_key`) watched in the run's own process, and per seam the
+    # cases in which its `differs` said yes at some call there or in a process of the
+    # case's own (GuardRecorder)
     guarded: set[str] = field(default_factory=set)
     diverged: dict[str, set[str]] = field(default_factory=dict)
+    # per guarded seam, the cases a process of their own watched it in (its journal holds
+    # every yes of its `differs` there): its lines in those processes say nothing more
+    watched_elsewhere: dict[str, set[str]] = field(default_factory=dict)
 
     def targets(self) -> set[str]:
         """The recorded targets that answered each question one way (pure in the run)."""
@@ -156,10 +160,11 @@ class Records:
     def absorb(self, journal: Path) -> None:
         """Add what one process wrote to its journal. A call it began and never answered
         (the process ended inside it), or a journal cut short, leaves its case
-        unrecordable."""
+        unrecordable; a journal cut short, as if every guarded seam it watched said yes."""
         calls: dict[bytes, bytes] = {}  # key -> pickled call
         running: Counter[tuple[str, str, bytes]] = Counter()  # begun, not yet answered
         case: str | None = None
+        watched: tuple[str, ...] = ()
         with journal.open("rb") as source:
             while True:
                 try:
@@ -169,11 +174,18 @@ class Records:
                 except Exception:  # noqa: BLE001 - cut short: nothing after it can be trusted
                     for target in self.calls:
                         self.unrecordable.setdefault(target, set()).add(case or "")
+                    for key in watched:
+                        self.diverged.setdefault(key, set()).add(case or "")
                     break
                 kind, *rest = entry
                 if kind == _STARTED:
-                    case = rest[0]
+                    case, watched = rest
                     self.recorded_elsewhere.add(case)
+                    for key in watched:
+                        self.watched_elsewhere.setdefault(key, set()).add(case)
+                elif kind == _DIVERGED:
+                    key, in_case = rest
+                    self.diverged.setdefault(key, set()).add(in_case)
                 elif kind == _BEGUN:
                     target, in_case, key, call = rest
                     calls[key] = call
@@ -382,10 +394,15 @@ class GuardRecorder:
     against that client stops being the reference run."""
 
     def __init__(
-        self, guards: dict[str, list[tuple[str, Callable[..., bool]]]], records: Records
+        self,
+        guards: dict[str, list[tuple[str, Callable[..., bool]]]],
+        records: Records,
+        noted: Callable[[str, str], None] | None = None,
     ) -> None:
+        """`noted(key, case)` is told of each yes (default: into `records.diverged`)."""
         self.records = records
         self._lock = threading.Lock()
+        self._noted = noted or self._diverged
         self._wrappers: list[tuple[str, Any, Callable[..., Any]]] = []
         for target, watched in sorted(guards.items()):
             records.guarded.update(key for key, _ in watched)
@@ -404,6 +421,10 @@ class GuardRecorder:
         for patch in reversed(self._patches):
             patch.stop()
 
+    def _diverged(self, key: str, case: str) -> None:
+        with self._lock:
+            self.records.diverged.setdefault(key, set()).add(case)
+
     def _wrap(
         self, original: Callable[..., Any], watched: list[tuple[str, Callable[..., bool]]]
     ) -> Callable[..., Any]:
@@ -420,8 +441,7 @@ class GuardRecorder:
         after = [(key, d) for key, d in watched if isinstance(d, AfterGuard)]
 
         def note(key: str) -> None:
-            with self._lock:
-                self.records.diverged.setdefault(key, set()).add(os.environ.get(CASE_ENV, ""))
+            self._noted(key, os.environ.get(CASE_ENV, ""))
 
         def ask_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             for key, differs in before:
@@ -463,22 +483,33 @@ class GuardRecorder:
 
 JOURNAL_SUFFIX = ".journal"
 _STARTED, _BEGUN, _ANSWERED, _UNRECORDABLE = "started", "begun", "answered", "unrecordable"
+_DIVERGED = "diverged"
 
 
 class JournalRecorder(Recorder):
     """A recorder for a process the traced run started: each call is appended to the
     journal `{prefix}.{pid}.journal` before it runs (or, its arguments not copyable, marked
     unrecordable) and again with its answer, so nothing waits for an exit that may never
-    come. A forked child writes a journal of its own. A process that cannot write its
-    journal ends at once (`os._exit`, before coverage saves its lines): a call some code
-    might swallow the error of must never go unrecorded while its lines are kept."""
+    come. With `guards` (`guards_of`), it asks their `differs` too, as GuardRecorder does in
+    the run's own process, and appends each yes as it comes. A forked child writes a journal
+    of its own. A process that cannot write its journal ends at once (`os._exit`, before
+    coverage saves its lines): a call some code might swallow the error of must never go
+    unrecorded while its lines are kept."""
 
-    def __init__(self, targets: Iterable[str], prefix: str) -> None:
+    def __init__(
+        self,
+        targets: Iterable[str],
+        prefix: str,
+        guards: dict[str, list[tuple[str, Callable[..., bool]]]] | None = None,
+    ) -> None:
         super().__init__(targets)
         self._prefix = prefix
         self._file: Any = None
         self._pid = -1
         self._discarded = False
+        self._guards = GuardRecorder(guards, Records(), noted=self._diverged) if guards else None
+        # what the journal's first entry says was watched (a forked child's too)
+        self._watched = tuple(sorted(key for w in (guards or {}).values() for key, _ in w))
         os.register_at_fork(after_in_child=self._after_fork)
 
     def _after_fork(self) -> None:
@@ -487,7 +518,17 @@ class JournalRecorder(Recorder):
 
     def start(self) -> None:
         super().start()
-        self._write((_STARTED, os.environ.get(CASE_ENV, "")))
+        if self._guards is not None:
+            self._guards.start()  # over the pure ones' wrappers, as in the run's own process
+        self._write(self._started())
+
+    def stop(self) -> None:
+        if self._guards is not None:
+            self._guards.stop()
+        super().stop()
+
+    def _started(self) -> tuple[Any, ...]:
+        return (_STARTED, os.environ.get(CASE_ENV, ""), self._watched)
 
     def path(self) -> Path:
         return Path(f"{self._prefix}.{os.getpid()}{JOURNAL_SUFFIX}")
@@ -501,11 +542,14 @@ class JournalRecorder(Recorder):
                     self._file = self.path().open("ab")
                     self._pid = os.getpid()
                     if entry[0] != _STARTED:
-                        self._file.write(pickle.dumps((_STARTED, os.environ.get(CASE_ENV, ""))))
+                        self._file.write(pickle.dumps(self._started()))
                 self._file.write(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
                 self._file.flush()  # a buffered file writes all of it, or raises
             except OSError:
                 os._exit(70)  # EX_SOFTWARE
+
+    def _diverged(self, key: str, case: str) -> None:
+        self._write((_DIVERGED, key, case))
 
     def _begin(self, target: str, case: str, call: bytes | None) -> None:
         if call is None:

@@ -1,5 +1,6 @@
 """A coverage plugin that records the pure functions' calls in the processes a traced
-reference run starts (tests/zoo/recording.py, `JournalRecorder`).
+reference run starts, and where the guarded seams' `differs` said yes there
+(tests/zoo/recording.py, `JournalRecorder`).
 
 The traced run's processes start coverage from the configuration tests/zoo_impact.py
 writes, which names this module as a plugin: coverage cannot start in a process without
@@ -9,14 +10,15 @@ anything). That is what lets the self-test trust the records instead of those li
 by case. The run's own pytest process starts coverage the same way, and discards this
 recording for its in-memory one (tests/zoo/selection.py). Options, in the
 configuration's `[mcp_host_conformance.zoo.remote_recording]` section: `journal`, the path
-the journals start with, and `targets`, the functions to record, one a line.
+the journals start with, `targets`, the functions to record, one a line, and `guards`, "1" to
+watch every guarded seam of the zoo (`zoo_guards`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_host_conformance.zoo.recording import JournalRecorder
+from mcp_host_conformance.zoo.recording import JournalRecorder, zoo_guards
 
 _ACTIVE: list[JournalRecorder] = []
 
@@ -24,7 +26,8 @@ _ACTIVE: list[JournalRecorder] = []
 def coverage_init(reg: Any, options: dict[str, str]) -> None:
     """Coverage's plugin hook: start recording (nothing is registered with coverage)."""
     targets = options.get("targets", "").split()
-    recorder = JournalRecorder(targets, options["journal"])
+    guards = zoo_guards() if options.get("guards", "") == "1" else None
+    recorder = JournalRecorder(targets, options["journal"], guards)
     recorder.start()
     _ACTIVE.append(recorder)
 
