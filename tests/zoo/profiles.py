@@ -12,7 +12,14 @@ import dataclasses
 import hashlib
 import json
 
-from mcp_host_conformance.zoo.client import BrokenClient, opaque, pure, replaced, replaced_when
+from mcp_host_conformance.zoo.client import (
+    BrokenClient,
+    opaque,
+    pure,
+    replaced,
+    replaced_when,
+    same_until,
+)
 
 _PINNING = "mcp_host_conformance.reference_client.pinning"
 
@@ -171,6 +178,14 @@ def _model_approves(original):
 _COMMANDS = "mcp_host_conformance.reference_client.server_commands"
 
 
+def _raised(outcome, *args, **kwargs) -> bool:
+    return outcome[0] == "raise"
+
+
+# Saved, synced, removed, saved again: the file ends as the reference leaves it, unless the
+# sync fails or the save does (an unwritable file: the reference syncs before it fails).
+@same_until(f"{_COMMANDS}.sync_new_server", _raised)
+@same_until("mcp_host_conformance.reference_client.config.ConfigStore.add", _raised)
 @replaced(f"{_COMMANDS}.sync_new_server")
 def _save_first(original):
     from mcp_host_conformance.reference_client.config import ConfigStore

@@ -283,6 +283,26 @@ def _stdio_answers_have_results(original):
     return same_id
 
 
+def _connect_timeout_shorter(outcome, *args, **options) -> bool:
+    """The engine's connect timeout is the shorter one (or either is left to its default): a
+    call that ends in time for the reference may run out of the connect timeout."""
+    connect, call = options.get("connect_timeout"), options.get("call_timeout")
+    return connect is None or call is None or connect < call
+
+
+def _ran_out_of_time(outcome, conversation, *args, **kwargs) -> bool:
+    """A call ended at the call timeout (or raised). Before that, with a connect timeout at
+    least as long, every call ends as and when the reference's does."""
+    from mcp_host_conformance.reference_client import turn
+
+    kind, answer = outcome
+    return kind == "raise" or answer == turn.timed_out_outcome(conversation.call_timeout)
+
+
+@same_until("mcp_host_conformance.reference_client.turn.Conversation.send_call", _ran_out_of_time)
+@same_until(
+    "mcp_host_conformance.reference_client.engine.HostEngine.__init__", _connect_timeout_shorter
+)
 @replaced("mcp_host_conformance.reference_client.engine.HostEngine.__init__")
 def _call_timeout_is_connect_timeout(original):
     def init(self, servers, **options):

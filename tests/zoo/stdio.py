@@ -13,6 +13,7 @@ from mcp_host_conformance.zoo.client import (
     pure,
     replaced,
     replaced_after,
+    replaced_when,
 )
 
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
@@ -231,7 +232,23 @@ def _explained_by_stderr(original):
 # ---- STDIO-5 ----------------------------------------------------------------------------------
 
 
-@replaced(f"{_STDIO}.signal_group")
+def _group_alive(pgid: int) -> bool:
+    """Some process of the group is there to get a signal (signal 0 only asks)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_to_live_group(original, pgid, sig) -> bool:
+    # a SIGKILL to an empty group (the server ended on EOF or SIGTERM) changes nothing
+    return sig == signal.SIGKILL and _group_alive(pgid)
+
+
+@replaced_when(f"{_STDIO}.signal_group", _kill_to_live_group)
 def _term_only(original):
     def signal_group(pgid, sig):
         if sig != signal.SIGKILL:  # "SIGTERM is the polite way; servers exit on it"
@@ -250,7 +267,12 @@ def _leader_state(pid: int) -> str:
     return "zombie" if fields and fields[0] in ("Z", "X") else "running"
 
 
-@replaced(f"{_STDIO}.signal_group")
+def _group_outlives_leader(original, pgid, sig) -> bool:
+    # otherwise the leader runs (signalled as by the reference) or nothing is left to signal
+    return _leader_state(pgid) != "running" and _group_alive(pgid)
+
+
+@replaced_when(f"{_STDIO}.signal_group", _group_outlives_leader)
 def _live_leaders_only(original):
     def signal_group(pgid, sig):
         # The group is signalled only while the process we started runs: once it has exited
