@@ -19,14 +19,17 @@ flaky), by one session fixture (`selftest_runs`, tests/conftest.py, shared with
 tests/test_accepted_variants.py) as soon as the first self-test needs it; each
 parametrized test then waits for its own run. The pool takes the traced reference runs
 first (every selected run waits on its reference), then the runs expected to take longest
-(their cases' durations in the reference run), so the self-test does not end on one long
-run alone. All self-tests are in one xdist group, so under `-n 2 --dist loadgroup` one
-worker owns the pool and the other runs the rest of the project's tests. `-k NAME` runs
+(their cases' durations in the reference run, or the seconds the run took when last
+measured, tests/zoo_durations.json, when more: a client that makes a case wait out a bound),
+so the self-test does not end on one long run alone. All self-tests are in one xdist
+group, so under `-n 2 --dist loadgroup` one worker owns the pool and the other runs the rest
+of the project's tests. `-k NAME` runs
 only the selected clients.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import json
@@ -34,6 +37,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -58,6 +62,8 @@ REFERENCES = {"reference": REFERENCE, "profiles": "reference-profiles"}
 NAMES = {REFERENCE: reference_adapter.NAME, "reference-profiles": reference_adapter.PROFILES_NAME}
 SELECT = os.environ.get("ZOO_SELECT", "impact")  # "all": every case against every client
 TRACE_FILE = ".coverage.trace"
+SECONDS_FILE = "seconds.txt"  # how long a run took, beside its report
+MEASURED_FILE = Path(__file__).with_name("zoo_durations.json")
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
 JOBS = int(os.environ.get("ZOO_JOBS", "5"))
 RUN_BOUND = float(os.environ.get("ZOO_RUN_BOUND", "900"))  # seconds for one whole suite run
@@ -172,6 +178,31 @@ def test_expected_seconds_sums_the_reference_durations_of_the_cases(tmp_path):
     assert expected_seconds(tmp_path / "missing", {"a.py::x"}) == 0
 
 
+def test_a_run_measured_longer_than_its_estimate_starts_as_early_as_its_measure(tmp_path):
+    report = {"cases": [{"nodeid": "a.py::x", "duration": 1.5}]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    measured = tmp_path / "durations.json"
+    measured.write_text(json.dumps({"slow": 40, "quick": 0.5}))
+    figures = measured_seconds(measured)
+    assert figures == {"slow": 40.0, "quick": 0.5}
+    assert run_priority("slow", tmp_path, {"a.py::x"}, figures) == 40
+    assert run_priority("quick", tmp_path, {"a.py::x"}, figures) == 1.5  # the estimate: more
+    assert run_priority("new", tmp_path, {"a.py::x"}, figures) == 1.5
+    measured.write_text("not json")
+    assert measured_seconds(tmp_path / "durations.json") == figures  # read once (cached)
+    assert measured_seconds(tmp_path / "none.json") == {}
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    assert measured_seconds(tmp_path / "bad.json") == {}
+
+
+def test_the_measured_seconds_cover_the_zoo():
+    """tests/zoo_durations.json is an order only, but a client missing from it (a new one) is
+    estimated alone: refresh it (scripts/zoo_durations.py) when it misses many."""
+    figures = measured_seconds(MEASURED_FILE)
+    missing = set(mcp_host_conformance.zoo.BROKEN) - set(figures)
+    assert len(missing) <= len(figures) // 4, f"refresh {MEASURED_FILE.name}: {sorted(missing)}"
+
+
 # ---- the suite against each client (slow: one whole suite run each) ------------------------
 
 
@@ -233,6 +264,7 @@ def run_suite(
 ) -> Run:
     """One suite run against `name`: traced for the impact selection (`trace`), or only `cases`."""
     workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     report = workdir / "report.json"
     env = _clean_env()
     # One hypothesis storage for all the runs: hypothesis reads the constants of every local
@@ -274,6 +306,7 @@ def run_suite(
         except subprocess.TimeoutExpired as exc:
             returncode = None
             output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    (workdir / SECONDS_FILE).write_text(f"{time.monotonic() - started:.1f}\n", encoding="utf-8")
     if returncode is None:
         return Run(
             name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{output[-4000:]}"
@@ -321,6 +354,32 @@ def expected_seconds(reference_dir: Path, cases: set[str] | None) -> float:
     if cases is None:
         return sum(durations.values())
     return sum(durations.get(case, 0.0) for case in cases)
+
+
+def run_priority(
+    name: str,
+    reference_dir: Path,
+    cases: set[str] | None,
+    measured: dict[str, float] | None = None,
+) -> float:
+    """Where `name`'s run goes in the pool: its expected seconds, or the seconds it took when
+    last measured (`measured`, default MEASURED_FILE's) when that is more: a run whose broken
+    client waits out a bound, which the reference's durations cannot foresee, then starts
+    early instead of ending the self-test alone. Only an order: a stale or missing figure
+    changes no verdict."""
+    figures = measured_seconds(MEASURED_FILE) if measured is None else measured
+    return max(expected_seconds(reference_dir, cases), figures.get(name, 0.0))
+
+
+@functools.cache
+def measured_seconds(path: Path) -> dict[str, float]:
+    """The seconds each client's run took in a self-test, as `python scripts/zoo_durations.py
+    BASETEMP` writes them to `path`; empty when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(name): float(seconds) for name, seconds in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 TRACED = float("inf")  # the traced reference runs go first: every selected run waits on one
@@ -417,7 +476,7 @@ class Runs:
                 traced = _reference_trace(reference_dir)
                 cases = None if traced is None else zoo_impact.selection(client, *traced)
                 follow = self.pool.submit(
-                    expected_seconds(reference_dir, cases),
+                    run_priority(client.name, reference_dir, cases),
                     lambda: run_suite(client.name, workdir, cases=cases),
                 )
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
