@@ -14,17 +14,16 @@ seams there (and those that run the host in a process of their own), since every
 runs exactly as against the reference. `ZOO_SELECT=all` runs the whole suite for each.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
-together, ZOO_JOBS at a time (default 5; more overloads 2 cores and makes timing cases
-flaky), by one session fixture (`selftest_runs`, tests/conftest.py, shared with
-tests/test_accepted_variants.py) as soon as the first self-test needs it; each
-parametrized test then waits for its own run. The pool takes the traced reference runs
-first (every selected run waits on its reference), then the runs expected to take longest
-(their cases' durations in the reference run, or the seconds the run took when last
-measured, tests/zoo_durations.json, when more: a client that makes a case wait out a bound),
-so the self-test does not end on one long run alone. All self-tests are in one xdist
-group, so under `-n 2 --dist loadgroup` one worker owns the pool and the other runs the rest
-of the project's tests. `-k NAME` runs
-only the selected clients.
+together, ZOO_JOBS at a time (default 7: with the selection as it is, five left a third of
+2 cores idle; measured in docs/benchmarks.md, fourteenth pass), by one session fixture
+(`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as soon as
+the first self-test needs it; each parametrized test then waits for its own run. The pool
+takes the traced reference runs first (every selected run waits on its reference), then the
+runs expected to take longest (their cases' durations in the reference run, or the seconds
+the run took when last measured, tests/zoo_durations.json, when more: a client that makes a
+case wait out a bound), so the self-test does not end on one long run alone. All self-tests
+are in one xdist group, so under `-n 2 --dist loadgroup` one worker owns the pool and the
+other runs the rest of the project's tests. `-k NAME` runs only the selected clients.
 """
 
 from __future__ import annotations
@@ -65,9 +64,9 @@ TRACE_FILE = ".coverage.trace"
 SECONDS_FILE = "seconds.txt"  # how long a run took, beside its report
 MEASURED_FILE = Path(__file__).with_name("zoo_durations.json")
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
-JOBS = int(os.environ.get("ZOO_JOBS", "5"))
+JOBS = int(os.environ.get("ZOO_JOBS", "7"))
 RUN_BOUND = float(os.environ.get("ZOO_RUN_BOUND", "900"))  # seconds for one whole suite run
-# The inner runs share 2 cores five at a time beside the rest of the project's tests: their
+# The inner runs share 2 cores seven at a time beside the rest of the project's tests: their
 # scaled timeouts get twice the room a lone run needs, so a correct client's slow start under
 # that load is not mistaken for a caught bug (seen: a 6-server DISC-10 start past 1.5 s).
 TIMEOUT_SCALE = os.environ.get("ZOO_TIMEOUT_SCALE", "2")
