@@ -29,10 +29,12 @@ SECONDS_FILE = "seconds.txt"  # tests/test_zoo.py, SECONDS_FILE
 def measured(basetemp: Path) -> dict[str, float]:
     """Client name -> seconds, from every run folder under `basetemp` that has a figure."""
     found: dict[str, float] = {}
-    for report in sorted(basetemp.glob("**/report.json")):
-        seconds = _seconds(report.parent)
+    # a run past its bound leaves its seconds but no report: the run this order is for
+    runs = {p.parent for name in (SECONDS_FILE, "report.json") for p in basetemp.glob(f"**/{name}")}
+    for run in sorted(runs):
+        seconds = _seconds(run)
         if seconds is not None:
-            found[report.parent.name] = round(seconds, 1)
+            found[run.name] = round(seconds, 1)
     return found
 
 

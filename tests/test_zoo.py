@@ -32,6 +32,7 @@ import functools
 import heapq
 import itertools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -376,7 +377,8 @@ def measured_seconds(path: Path) -> dict[str, float]:
     BASETEMP` writes them to `path`; empty when missing or unreadable."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {str(name): float(seconds) for name, seconds in data.items()}
+        figures = {str(name): float(seconds) for name, seconds in data.items()}
+        return {name: s for name, s in figures.items() if math.isfinite(s)}
     except (OSError, ValueError, TypeError, AttributeError):
         return {}
 

@@ -737,14 +737,19 @@ def test_a_traced_process_watches_the_zoo_s_guards(tmp_path):
         recording.CASE_ENV: "t.py::spawned",
         "COVERAGE_FILE": str(tmp_path / ".coverage.trace"),
     }
+    # a function both guarded and recorded as pure: asked by the guards, and recorded
     target = "mcp_host_conformance.reference_client.limits.check_tools"
-    code = f"import pkgutil; f = pkgutil.resolve_name({target!r}); print(hasattr(f, '__wrapped__'))"
+    code = (
+        f"import pkgutil; f = pkgutil.resolve_name({target!r}); "
+        "print(hasattr(f, '__wrapped__')); f([{'name': 'q', 'inputSchema': {}}])"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, check=True, timeout=60, capture_output=True
     )
     assert done.stdout.strip() == b"True"  # the guard's wrapper
     recording.Records().dump(tmp_path / zoo_impact.RECORDS_FILE)
     records = recording.Records.read(tmp_path / zoo_impact.RECORDS_FILE)
+    assert set(records.cases[target]) == {"t.py::spawned"}
     watched = {key for key, cases in records.watched_elsewhere.items() if "t.py::spawned" in cases}
     assert watched == {key for w in recording.zoo_guards().values() for key, _ in w}
 

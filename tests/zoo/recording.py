@@ -507,9 +507,10 @@ class JournalRecorder(Recorder):
         self._file: Any = None
         self._pid = -1
         self._discarded = False
-        self._guards = GuardRecorder(guards, Records(), noted=self._diverged) if guards else None
+        self._guard_targets = guards or {}
+        self._guards: GuardRecorder | None = None
         # what the journal's first entry says was watched (a forked child's too)
-        self._watched = tuple(sorted(key for w in (guards or {}).values() for key, _ in w))
+        self._watched = tuple(sorted(key for w in self._guard_targets.values() for key, _ in w))
         os.register_at_fork(after_in_child=self._after_fork)
 
     def _after_fork(self) -> None:
@@ -518,8 +519,11 @@ class JournalRecorder(Recorder):
 
     def start(self) -> None:
         super().start()
-        if self._guards is not None:
-            self._guards.start()  # over the pure ones' wrappers, as in the run's own process
+        if self._guard_targets:
+            # built now, over the pure ones' wrappers (as in the run's own process): built
+            # before, a guarded pure function's calls would reach the original unrecorded
+            self._guards = GuardRecorder(self._guard_targets, Records(), noted=self._diverged)
+            self._guards.start()
         self._write(self._started())
 
     def stop(self) -> None:
