@@ -413,11 +413,19 @@ def test_the_pure_functions_name_no_io_clock_environment_or_randomness():
 # ---- the traced run's processes keep journals ------------------------------------------------
 
 
-def _journal(tmp_path, calls: dict[str, list[tuple]], case: str) -> recording.Records:
-    """Records with one process's journal: `calls` made under their cases, in a process whose
-    case is `case`."""
+def _journal(
+    tmp_path,
+    calls: dict[str, list[tuple]],
+    case: str,
+    guards=None,
+    own: recording.Records | None = None,
+) -> recording.Records:
+    """Records with one process's journal: `calls` of PURE_TARGET made under their cases, in
+    a process whose case is `case`, recording it (or, with `guards`, watching those instead);
+    `own`: the run's own process's records beside it."""
     os.environ[recording.CASE_ENV] = case
-    recorder = recording.JournalRecorder([PURE_TARGET], str(tmp_path / "records"))
+    targets = [] if guards else [PURE_TARGET]
+    recorder = recording.JournalRecorder(targets, str(tmp_path / "records"), guards)
     try:
         recorder.start()
         for in_case, arguments in calls.items():
@@ -427,7 +435,8 @@ def _journal(tmp_path, calls: dict[str, list[tuple]], case: str) -> recording.Re
     finally:
         os.environ.pop(recording.CASE_ENV, None)
         recorder.stop()
-    recording.Records().dump(tmp_path / "records")
+    assert pkgutil.resolve_name(PURE_TARGET) is naming.is_valid_name
+    (own or recording.Records()).dump(tmp_path / "records")
     return recording.Records.read(tmp_path / "records")
 
 
@@ -684,21 +693,8 @@ def _watched_remotely(tmp_path, client: BrokenClient, calls: dict[str, list[tupl
     seams (as remote_recording does) while making `calls` of PURE_TARGET, by case (it
     started in the first), and of the run's own process, which watched them too."""
     guards = recording.guards_of([client])
-    recorder = recording.JournalRecorder([], str(tmp_path / "records"), guards)
-    os.environ[recording.CASE_ENV] = next(iter(calls))  # the case the process started in
-    recorder.start()
-    try:
-        for case, arguments in calls.items():
-            os.environ[recording.CASE_ENV] = case
-            for args in arguments:
-                pkgutil.resolve_name(PURE_TARGET)(*args)
-    finally:
-        os.environ.pop(recording.CASE_ENV, None)
-        recorder.stop()
-    assert pkgutil.resolve_name(PURE_TARGET) is naming.is_valid_name
     own = recording.Records(guarded={key for w in guards.values() for key, _ in w})
-    own.dump(tmp_path / "records")
-    return recording.Records.read(tmp_path / "records")
+    return _journal(tmp_path, calls, next(iter(calls)), guards, own)
 
 
 def _remote_trace(*cases: str) -> Trace:
