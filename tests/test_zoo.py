@@ -9,8 +9,8 @@ reference client must fail none. `--strict` so that a SHOULD failure (HARD-1) co
 
 Impact selection (tests/zoo_impact.py): the reference runs (`reference`, and
 `reference-profiles` for the clients built on it) go first and are traced, one coverage
-context per case; each broken client then runs only the cases that executed one of its
-seams there (and those that run the host in a process of their own), since every other case
+context per case; each broken client (and each accepted variant) then runs only the cases
+that executed one of its seams there (and those that run the host in a process of their own), since every other case
 runs exactly as against the reference. `ZOO_SELECT=all` runs the whole suite for each.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
@@ -195,6 +195,16 @@ def test_a_run_measured_longer_than_its_estimate_starts_as_early_as_its_measure(
     assert measured_seconds(tmp_path / "bad.json") == {}
 
 
+def test_broken_clients_and_variants_are_run_by_their_seams_and_the_references_whole():
+    from mcp_host_conformance.zoo.variants import VARIANTS
+
+    for variant in VARIANTS:
+        assert _changed_client(variant_locator(variant.name)) is variant
+    for name, client in mcp_host_conformance.zoo.BROKEN.items():
+        assert _changed_client(name) is client
+    assert all(_changed_client(ref) is None for ref in REFERENCES.values())
+
+
 def test_the_measured_seconds_cover_the_zoo():
     """tests/zoo_durations.json is an order only, but a client missing from it (a new one) is
     estimated alone: refresh it (scripts/zoo_durations.py) when it misses many."""
@@ -229,9 +239,13 @@ class Run:
                 lines.append(f"      {case['id']}: {first[0][:300] if first else '(no message)'}")
         return lines
 
-    def outcome(self, rid: str) -> str:
+    def requirement_outcome(self, rid: str) -> str:
         assert self.report is not None
-        outcome = self.report["requirements"].get(rid, {}).get("outcome", "absent")
+        return str(self.report["requirements"].get(rid, {}).get("outcome", "absent"))
+
+    def outcome(self, rid: str) -> str:
+        """`rid`'s outcome, said with how many cases ran."""
+        outcome = self.requirement_outcome(rid)
         if self.cases is not None:
             outcome += f" (impact selection: {self.cases} cases ran, those executing its seams)"
         return outcome
@@ -447,7 +461,7 @@ class Runs:
     def __init__(self, names: list[str], root: Path) -> None:
         self.pool = Pool(max(1, JOBS))
         self.futures: dict[str, Future[Run]] = {}
-        broken = {n: mcp_host_conformance.zoo.BROKEN.get(n) for n in names}
+        broken = {n: _changed_client(n) for n in names}
         if SELECT == "all":
             for n in names:
                 self.futures[n] = self.pool.submit(WHOLE, lambda n=n: run_suite(n, root / n))
@@ -463,13 +477,19 @@ class Runs:
                     self.futures[n] = self.pool.submit(WHOLE, lambda n=n: run_suite(n, root / n))
                 continue
             ref = REFERENCES[client.base]
-            self.futures[n] = self._after(self.futures[ref], client, root / ref, root / n)
+            self.futures[n] = self._after(self.futures[ref], n, client, root / ref, root / n)
 
     def _after(
-        self, reference: Future[Run], client: BrokenClient, reference_dir: Path, workdir: Path
+        self,
+        reference: Future[Run],
+        name: str,
+        client: BrokenClient,
+        reference_dir: Path,
+        workdir: Path,
     ) -> Future[Run]:
-        """`client`'s selected run, submitted to the pool once its reference run is done (no
-        worker waits for it meanwhile), as early as its expected duration puts it."""
+        """The selected run of `name` (`client`, as `--client` names it), submitted to the
+        pool once its reference run is done (no worker waits for it meanwhile), as early as
+        its expected duration puts it."""
         result: Future[Run] = Future()
 
         def chain(_done: Future[Run]) -> None:
@@ -477,8 +497,8 @@ class Runs:
                 traced = _reference_trace(reference_dir)
                 cases = None if traced is None else zoo_impact.selection(client, *traced)
                 follow = self.pool.submit(
-                    run_priority(client.name, reference_dir, cases),
-                    lambda: run_suite(client.name, workdir, cases=cases),
+                    run_priority(name, reference_dir, cases),
+                    lambda: run_suite(name, workdir, cases=cases),
                 )
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
                 result.set_exception(exc)
@@ -495,6 +515,17 @@ class Runs:
         for future in self.futures.values():
             future.cancel()
         self.pool.shutdown()
+
+
+def _changed_client(name: str) -> BrokenClient | None:
+    """The reference client changed by `name`'s seams: a broken client of the zoo, or an
+    accepted variant (by its locator, `variant_locator`); None for a reference itself.
+    A variant's run is selected like a broken client's: a case that executes none of its
+    seams runs exactly as against the reference, which fails nothing."""
+    from mcp_host_conformance.zoo.variants import VARIANTS
+
+    variants = {variant_locator(v.name): v for v in VARIANTS}
+    return mcp_host_conformance.zoo.BROKEN.get(name) or variants.get(name)
 
 
 def _settle(result: Future[Run], done: Future[Run]) -> None:
