@@ -10,8 +10,9 @@ reference client must fail none. `--strict` so that a SHOULD failure (HARD-1) co
 Impact selection (tests/zoo_impact.py): the reference runs (`reference`, and
 `reference-profiles` for the clients built on it) go first and are traced, one coverage
 context per case; each broken client (and each accepted variant) then runs only the cases
-that executed one of its seams there (and those that run the host in a process of their own), since every other case
-runs exactly as against the reference. `ZOO_SELECT=all` runs the whole suite for each.
+that executed one of its seams there (and those that run the host in a process of their
+own), since every other case runs exactly as against the reference. `ZOO_SELECT=all` runs
+the whole suite for each.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
 together, ZOO_JOBS at a time (default 7: with the selection as it is, five left a third of
