@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS_FILE = "seconds.txt"  # tests/test_zoo.py, SECONDS_FILE
+SHARD_PREFIX = "shard-"  # tests/test_zoo.py, SHARD_DIR: a part of a traced run, not a client's
 
 
 def measured(basetemp: Path) -> dict[str, float]:
@@ -31,6 +32,7 @@ def measured(basetemp: Path) -> dict[str, float]:
     found: dict[str, float] = {}
     # a run past its bound leaves its seconds but no report: the run this order is for
     runs = {p.parent for name in (SECONDS_FILE, "report.json") for p in basetemp.glob(f"**/{name}")}
+    runs = {run for run in runs if not run.name.startswith(SHARD_PREFIX)}
     for run in sorted(runs):
         seconds = _seconds(run)
         if seconds is not None:

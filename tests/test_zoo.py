@@ -29,6 +29,8 @@ other runs the rest of the project's tests. `-k NAME` runs only the selected cli
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import heapq
 import itertools
@@ -48,7 +50,7 @@ import pytest
 
 import mcp_host_conformance.zoo
 from mcp_host_conformance import conformance as suite
-from mcp_host_conformance.harness import cli, fresh_process
+from mcp_host_conformance.harness import cli, fresh_process, reporting
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
@@ -63,6 +65,12 @@ REFERENCES = {"reference": REFERENCE, "profiles": "reference-profiles"}
 NAMES = {REFERENCE: reference_adapter.NAME, "reference-profiles": reference_adapter.PROFILES_NAME}
 SELECT = os.environ.get("ZOO_SELECT", "impact")  # "all": every case against every client
 TRACE_FILE = ".coverage.trace"
+# Each traced reference run is split into this many shards run side by side, every case of
+# the suite in exactly one (dealt in collection order, so each shard gets a share of every
+# module): whole, the profiles' traced run took ~120 s idle and ~400 s loaded, with every
+# profile client waiting on it and the cores idle at the self-test's start.
+SHARDS = {"reference": 2, "reference-profiles": 4}
+SHARD_DIR = "shard-{}"  # scripts/zoo_durations.py, SHARD_PREFIX
 SECONDS_FILE = "seconds.txt"  # how long a run took, beside its report
 MEASURED_FILE = Path(__file__).with_name("zoo_durations.json")
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
@@ -206,6 +214,51 @@ def test_broken_clients_and_variants_are_run_by_their_seams_and_the_references_w
     assert all(_changed_client(ref) is None for ref in REFERENCES.values())
 
 
+def test_a_traced_run_is_dealt_into_shards_each_case_in_exactly_one():
+    cases = [f"m{m}.py::c{c}" for m in range(3) for c in range(5)]
+    parts = deal(cases, 4)
+    assert len(parts) == 4 and set().union(*parts) == set(cases)
+    assert sum(len(part) for part in parts) == len(cases)
+    assert all(any(c.startswith("m2.py") for c in part) for part in parts[:3])
+    assert deal(cases[:2], 4) == [{cases[0]}, {cases[1]}]
+    assert deal([], 4) == []
+
+
+def _case(nodeid: str, rid: str, outcome: str) -> dict:
+    case = reporting.CaseResult(nodeid.split("::")[-1], nodeid, [rid], outcome, duration=1.5)
+    return dataclasses.asdict(case)
+
+
+def test_the_shards_reports_merge_as_one_run_s():
+    first = {
+        "client": {"name": "probe"},
+        "summary": {"cases": {"passed": 1}},
+        "cases": [_case("a.py::one", "DISC-6", "passed")],
+    }
+    second = {
+        "client": {"name": "probe"},
+        "summary": {"cases": {"failed": 1, "passed": 1}},
+        "cases": [_case("a.py::two", "DISC-6", "failed"), _case("b.py::x", "RES-1", "passed")],
+    }
+    for shard in (first, second):
+        shard["requirements"] = reporting.requirement_outcomes(
+            [reporting.CaseResult(**c) for c in shard["cases"]]
+        )
+    merged = merged_report([first, second])
+    assert [c["nodeid"] for c in merged["cases"]] == ["a.py::one", "a.py::two", "b.py::x"]
+    assert merged["requirements"]["DISC-6"]["outcome"] == "failed"
+    assert merged["requirements"]["DISC-6"]["cases"] == ["one", "two"]
+    assert merged["requirements"]["RES-1"]["outcome"] == "passed"
+    assert merged["summary"]["cases"] == {"failed": 1, "passed": 2}
+    assert merged["client"] == {"name": "probe"}
+
+
+def test_a_sharded_trace_with_a_shard_missing_its_trace_selects_nothing_away(tmp_path):
+    (tmp_path / SHARD_DIR.format(0)).mkdir()
+    (tmp_path / SHARD_DIR.format(1)).mkdir()
+    assert _read_trace(tmp_path) is None
+
+
 def test_the_measured_seconds_cover_the_zoo():
     """tests/zoo_durations.json is an order only, but a client missing from it (a new one) is
     estimated alone: refresh it (scripts/zoo_durations.py) when it misses many."""
@@ -341,17 +394,36 @@ def _reference_trace(
     """The trace and records of a reference run, read once (1.5 s of CPU) for all its clients."""
     with _READING:
         if reference_dir not in _READ:
-            trace_file = reference_dir / TRACE_FILE
-            records_file = reference_dir / zoo_impact.RECORDS_FILE
-            _READ[reference_dir] = (
-                (
-                    zoo_impact.Trace.read(trace_file),
-                    zoo_impact.Records.read(records_file) if records_file.exists() else None,
-                )
-                if trace_file.exists()
-                else None
-            )
+            _READ[reference_dir] = _read_trace(reference_dir)
         return _READ[reference_dir]
+
+
+def _read_trace(
+    reference_dir: Path,
+) -> tuple[zoo_impact.Trace, zoo_impact.Records | None] | None:
+    """A traced run's trace and records, its shards' merged when it ran in shards; None when
+    a trace is missing (a shard without one would leave its cases unselected)."""
+    shards = sorted(reference_dir.glob(SHARD_DIR.format("*")))
+    found: list[tuple[zoo_impact.Trace, zoo_impact.Records | None]] = []
+    for directory in shards or [reference_dir]:
+        trace_file = directory / TRACE_FILE
+        records_file = directory / zoo_impact.RECORDS_FILE
+        if not trace_file.exists():
+            return None
+        found.append(
+            (
+                zoo_impact.Trace.read(trace_file),
+                zoo_impact.Records.read(records_file) if records_file.exists() else None,
+            )
+        )
+    trace, records = found[0]
+    for more_trace, more_records in found[1:]:
+        trace.merge(more_trace)
+        if records is not None and more_records is not None:
+            records.merge(more_records)
+        else:
+            records = None  # one shard recorded nothing: nothing is known as recorded
+    return trace, records
 
 
 def expected_seconds(reference_dir: Path, cases: set[str] | None) -> float:
@@ -469,9 +541,7 @@ class Runs:
             return
         bases = {REFERENCES[c.base] for c in broken.values() if c is not None}
         for ref in sorted(bases | {n for n in names if n in REFERENCES.values()}):
-            self.futures[ref] = self.pool.submit(
-                TRACED, lambda ref=ref: run_suite(ref, root / ref, trace=True)
-            )
+            self.futures[ref] = self._traced(ref, root / ref)
         for n, client in broken.items():
             if client is None:
                 if n not in self.futures:
@@ -479,6 +549,41 @@ class Runs:
                 continue
             ref = REFERENCES[client.base]
             self.futures[n] = self._after(self.futures[ref], n, client, root / ref, root / n)
+
+    def _traced(self, name: str, workdir: Path) -> Future[Run]:
+        """`name`'s traced run, in SHARDS[name] shards side by side once its cases are
+        listed (whole when they cannot be), as one Run (`combined`)."""
+        result: Future[Run] = Future()
+        count = SHARDS.get(name, 1)
+
+        def start(listed: Future[list[str]]) -> None:
+            try:
+                parts = deal(listed.result(), count)
+                if len(parts) < 2:
+                    whole = self.pool.submit(TRACED, lambda: run_suite(name, workdir, trace=True))
+                    whole.add_done_callback(lambda f: _settle(result, f))
+                    return
+                shards = [
+                    self.pool.submit(
+                        TRACED,
+                        lambda i=i, part=part: run_suite(
+                            name, workdir / SHARD_DIR.format(i), trace=True, cases=part
+                        ),
+                    )
+                    for i, part in enumerate(parts)
+                ]
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                result.set_exception(exc)
+                return
+            _when_all(shards, lambda done: combined(name, workdir, done), result)
+
+        if count < 2:
+            self.pool.submit(
+                TRACED, lambda: run_suite(name, workdir, trace=True)
+            ).add_done_callback(lambda f: _settle(result, f))
+        else:
+            self.pool.submit(TRACED, lambda: suite_cases(name, workdir)).add_done_callback(start)
+        return result
 
     def _after(
         self,
@@ -527,6 +632,97 @@ def _changed_client(name: str) -> BrokenClient | None:
 
     variants = {variant_locator(v.name): v for v in VARIANTS}
     return mcp_host_conformance.zoo.BROKEN.get(name) or variants.get(name)
+
+
+def suite_cases(name: str, workdir: Path) -> list[str]:
+    """The node IDs of the whole suite against `name`, in collection order (none when the
+    collection fails: the traced run is then whole)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable, "-m", "pytest", *cli.plugin_args(),
+        "--rootdir", os.path.dirname(suite.__file__), "--pyargs", SUITE, "--client", name,
+        "--collect-only", "-q", "-p", "no:cacheprovider",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            argv, cwd=workdir, env=_clean_env(), capture_output=True, text=True, timeout=RUN_BOUND
+        )
+    except subprocess.TimeoutExpired:
+        return []
+    if done.returncode != 0:
+        return []
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def deal(cases: list[str], count: int) -> list[set[str]]:
+    """`cases` dealt into `count` shards in turn (none empty), so that each holds a share of
+    every module's cases, the long ones included."""
+    parts = [set(cases[i::count]) for i in range(max(1, count))]
+    return [part for part in parts if part]
+
+
+def combined(name: str, workdir: Path, shards: list[Run]) -> Run:
+    """One Run of a traced run's shards: their cases together, each requirement's outcome
+    the worst of its shards' (what fails in one fails), the first failing exit status; its
+    report and seconds written where an unsharded run leaves them."""
+    returncode = next((run.returncode for run in shards if run.returncode != 0), 0)
+    output = "\n".join(f"[{SHARD_DIR.format(i)}] {run.output}" for i, run in enumerate(shards))
+    reports = [run.report for run in shards]
+    seconds = [measured_in(workdir / SHARD_DIR.format(i)) for i in range(len(shards))]
+    (workdir / SECONDS_FILE).write_text(f"{max(seconds):.1f}\n", encoding="utf-8")
+    if any(report is None for report in reports):
+        return Run(name, returncode or -1, None, output[-6000:])
+    report = merged_report([r for r in reports if r is not None])
+    (workdir / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    return Run(name, returncode, report, output[-6000:])
+
+
+def merged_report(reports: list[dict]) -> dict:
+    """The reports of one suite run's shards as one: the first's fields, every case, and the
+    requirements' outcomes computed from all the cases, as the harness computes them for an
+    unsharded run (each case ran in exactly one shard)."""
+    merged = dict(reports[0])
+    merged["cases"] = [case for report in reports for case in report["cases"]]
+    known = {f.name for f in dataclasses.fields(reporting.CaseResult)}
+    results = [
+        reporting.CaseResult(**{k: v for k, v in case.items() if k in known})
+        for case in merged["cases"]
+    ]
+    merged["requirements"] = reporting.requirement_outcomes(results)
+    if isinstance(merged.get("summary"), dict):
+        counts = collections.Counter(case.outcome for case in results)
+        merged["summary"] = {**merged["summary"], "cases": dict(sorted(counts.items()))}
+    return merged
+
+
+def measured_in(workdir: Path) -> float:
+    try:
+        return float((workdir / SECONDS_FILE).read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _when_all(
+    futures: list[Future[Run]], then: Callable[[list[Run]], Run], result: Future[Run]
+) -> None:
+    """Settle `result` with `then` of the futures' runs once every one is done (cancelled or
+    failed: that, as `_settle` would)."""
+    pending = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_done: Future[Run]) -> None:
+        with lock:
+            pending[0] -= 1
+            if pending[0]:
+                return
+        try:
+            result.set_result(then([future.result() for future in futures]))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            if not result.done():
+                result.set_exception(exc)
+
+    for future in futures:
+        future.add_done_callback(one_done)
 
 
 def _settle(result: Future[Run], done: Future[Run]) -> None:

@@ -937,3 +937,40 @@ def test_every_same_until_seam_of_the_zoo_watches_a_callable_and_is_asked():
                 keys = [key for key, _ in guards[watched]]
                 assert keys.count(recording.guard_key(client.name, seam.target)) == 1
     assert found
+
+
+# ---- a traced run in shards (tests/test_zoo.py) -------------------------------------------
+
+
+def test_shards_traces_merge_into_the_trace_of_one_run():
+    path, lines = _function_lines(_name_function())
+    line = min(lines)
+    first = Trace({path: {line: {"t.py::a"}}}, {"t.py::a"}, {path: {line: {"t.py::a"}}})
+    second = Trace({path: {line: {"t.py::b"}, line + 1: {"t.py::c"}}})
+    first.merge(second)
+    assert first.lines == {path: {line: {"t.py::a", "t.py::b"}, line + 1: {"t.py::c"}}}
+    assert first.remote == {path: {line: {"t.py::a"}}}
+    assert first.traced_elsewhere == {"t.py::a"}
+    seam = replaced(f"{naming.__name__}.{_name_function().__name__}")(lambda original: original)
+    assert zoo_impact.selection(_client(seam), first) == {"t.py::a", "t.py::b"}
+
+
+def test_shards_records_merge_and_a_call_answered_two_ways_across_them_is_impure():
+    first = _record({"t.py::short": [("ok",)]})
+    second = _record({"t.py::long": [("x" * 70,)], "t.py::again": [("ok",)]})
+    second.unrecordable[PURE_TARGET] = {"t.py::odd"}
+    second.diverged["k"] = {"t.py::long"}
+    first.merge(second)
+    assert set(first.cases[PURE_TARGET]) == {"t.py::short", "t.py::long", "t.py::again"}
+    assert first.targets() == {PURE_TARGET}
+    assert first.unrecordable == {PURE_TARGET: {"t.py::odd"}}
+    assert first.diverged == {"k": {"t.py::long"}}
+    cut_at_64 = replaced(PURE_TARGET)(pure(lambda original: lambda name: original(name[:64])))
+    selected = zoo_impact.selection(_client(cut_at_64), _trace(), first)
+    assert selected == {"t.py::long", "t.py::odd"}
+    other = _record({"t.py::b": [("ok",)]})
+    key = next(iter(other.calls[PURE_TARGET]))
+    call, _ = other.calls[PURE_TARGET][key]
+    other.calls[PURE_TARGET][key] = (call, pickle.dumps((recording.RETURN, "another answer")))
+    first.merge(other)
+    assert PURE_TARGET in first.impure

@@ -153,6 +153,12 @@ class Trace:
                     by_line.setdefault(line, set()).add(case)
         return trace
 
+    def merge(self, other: Trace) -> None:
+        """Add `other`'s (the trace of another shard of the same run, other cases)."""
+        _merge_lines(self.lines, other.lines)
+        _merge_lines(self.remote, other.remote)
+        self.traced_elsewhere |= other.traced_elsewhere
+
     def spawning(self) -> set[str]:
         found: set[str] = set()
         for path, by_line in self.lines.items():
@@ -177,6 +183,15 @@ class Trace:
         for line in lines:
             found |= by_line.get(line, set())
         return found
+
+
+def _merge_lines(
+    into: dict[str, dict[int, set[str]]], more: dict[str, dict[int, set[str]]]
+) -> None:
+    for path, by_line in more.items():
+        mine = into.setdefault(path, {})
+        for line, cases in by_line.items():
+            mine.setdefault(line, set()).update(cases)
 
 
 def _nested(code: types.CodeType) -> Iterator[types.CodeType]:

@@ -33,6 +33,7 @@ def test_measured_seconds_come_from_the_run_or_else_its_cases(tmp_path, capsys):
     _run(tmp_path, "no-redaction", None, [1.25, 2.0])
     _run(tmp_path, "no-approval", "garbage", None)  # neither figure: left out
     _run(tmp_path, "reference", "12", [12.0])  # not a broken client: left out of the file
+    _run(tmp_path, "reference/shard-0", "7", [7.0])  # a part of the traced run: no client
     assert zoo_durations.measured(tmp_path) == {
         "connects-on-add": 98.3,
         "no-redaction": 3.2,

@@ -149,6 +149,22 @@ class Records:
             records.absorb(journal)
         return records
 
+    def merge(self, other: Records) -> None:
+        """Add `other`'s records (another shard of the same run, other cases): each of its
+        calls as `add` takes one (every call is some case's, OUTSIDE's too), so a call
+        answered two ways across shards makes its target impure."""
+        for target, cases in other.cases.items():
+            calls = other.calls.get(target, {})
+            for case, keys in cases.items():
+                for key in keys:
+                    self.add(target, case, *calls[key])
+        _merge_sets(self.unrecordable, other.unrecordable)
+        _merge_sets(self.diverged, other.diverged)
+        _merge_sets(self.watched_elsewhere, other.watched_elsewhere)
+        self.impure |= other.impure
+        self.recorded_elsewhere |= other.recorded_elsewhere
+        self.guarded |= other.guarded
+
     def add(self, target: str, case: str, call: bytes, answer: bytes) -> None:
         """One call of `target` in `case` (both pickled) and its answer."""
         key = hashlib.sha256(call).digest()
@@ -246,6 +262,11 @@ class Records:
                     found.add(case)
                     break
         return found
+
+
+def _merge_sets(into: dict[str, set[str]], more: dict[str, set[str]]) -> None:
+    for key, values in more.items():
+        into.setdefault(key, set()).update(values)
 
 
 def _answer(function: Callable[..., Any], call: bytes) -> tuple[str, Any]:
