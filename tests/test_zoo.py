@@ -20,9 +20,10 @@ together, ZOO_JOBS at a time (default 7: with the selection as it is, five left 
 (`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as soon as
 the first self-test needs it; each parametrized test then waits for its own run. The pool
 takes the traced reference runs first (every selected run waits on its reference), then the
-runs expected to take longest (their cases' durations in the reference run, or the seconds
-the run took when last measured, tests/zoo_durations.json, when more: a client that makes a
-case wait out a bound), so the self-test does not end on one long run alone. All self-tests
+runs expected to take longest (their cases' durations in the reference run, or more when the
+run took longer when last measured, tests/zoo_durations.json: a client that makes a case
+wait out a bound, started earlier by its excess again, `run_priority`), so the self-test
+does not end on one long run alone, nor on the waiting runs together. All self-tests
 are in one xdist group, so under `-n 2 --dist loadgroup` one worker owns the pool and the
 other runs the rest of the project's tests. `-k NAME` runs only the selected clients.
 """
@@ -187,14 +188,14 @@ def test_expected_seconds_sums_the_reference_durations_of_the_cases(tmp_path):
     assert expected_seconds(tmp_path / "missing", {"a.py::x"}) == 0
 
 
-def test_a_run_measured_longer_than_its_estimate_starts_as_early_as_its_measure(tmp_path):
+def test_a_run_measured_longer_than_its_estimate_starts_earlier_by_the_excess_again(tmp_path):
     report = {"cases": [{"nodeid": "a.py::x", "duration": 1.5}]}
     (tmp_path / "report.json").write_text(json.dumps(report))
     measured = tmp_path / "durations.json"
     measured.write_text(json.dumps({"slow": 40, "quick": 0.5}))
     figures = measured_seconds(measured)
     assert figures == {"slow": 40.0, "quick": 0.5}
-    assert run_priority("slow", tmp_path, {"a.py::x"}, figures) == 40
+    assert run_priority("slow", tmp_path, {"a.py::x"}, figures) == 40 + (40 - 1.5)
     assert run_priority("quick", tmp_path, {"a.py::x"}, figures) == 1.5  # the estimate: more
     assert run_priority("new", tmp_path, {"a.py::x"}, figures) == 1.5
     measured.write_text("not json")
@@ -449,13 +450,17 @@ def run_priority(
     cases: set[str] | None,
     measured: dict[str, float] | None = None,
 ) -> float:
-    """Where `name`'s run goes in the pool: its expected seconds, or the seconds it took when
-    last measured (`measured`, default MEASURED_FILE's) when that is more: a run whose broken
-    client waits out a bound, which the reference's durations cannot foresee, then starts
-    early instead of ending the self-test alone. Only an order: a stale or missing figure
-    changes no verdict."""
+    """Where `name`'s run goes in the pool: its expected seconds, or more when it took longer
+    when last measured (`measured`, default MEASURED_FILE's): a run whose broken client waits
+    out a bound, which the reference's durations cannot foresee. Such a run spends the excess
+    asleep, so it goes as early as its measured seconds plus that excess again: it then waits
+    beside the runs that use the CPU, not beside the other waiters at the end (seen: six of
+    them at once, the CPU two thirds idle). Only an order: a stale or missing figure changes
+    no verdict."""
     figures = measured_seconds(MEASURED_FILE) if measured is None else measured
-    return max(expected_seconds(reference_dir, cases), figures.get(name, 0.0))
+    estimate = expected_seconds(reference_dir, cases)
+    taken = figures.get(name, 0.0)
+    return estimate if taken <= estimate else 2 * taken - estimate
 
 
 @functools.cache
