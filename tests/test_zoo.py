@@ -254,6 +254,39 @@ def test_the_shards_reports_merge_as_one_run_s():
     assert merged["client"] == {"name": "probe"}
 
 
+def test_a_traced_run_s_shards_combine_into_one_run(tmp_path):
+    def shard(nodeid: str, outcome: str, returncode: int, seconds: float) -> Run:
+        report = {"client": {"name": "probe"}, "cases": [_case(nodeid, "DISC-6", outcome)]}
+        return Run("probe", returncode, report, "out", seconds=seconds)
+
+    run = combined(
+        "probe", tmp_path, [shard("a.py::x", "passed", 0, 3.0), shard("a.py::y", "failed", 1, 5.0)]
+    )
+    assert (run.returncode, run.seconds) == (1, 5.0)
+    assert run.failed_ids() == {"DISC-6"}
+    assert json.loads((tmp_path / "report.json").read_text()) == run.report
+    assert (tmp_path / SECONDS_FILE).read_text() == "5.0\n"
+    lost = Run("probe", 0, None, "crashed", seconds=9.0)
+    run = combined("probe", tmp_path, [shard("a.py::x", "passed", 0, 3.0), lost])
+    assert (run.returncode, run.report, run.seconds) == (-1, None, 9.0)
+
+
+def test_a_traced_run_waits_for_all_its_shards_and_is_cancelled_with_one():
+    futures: list[Future[Run]] = [Future(), Future()]
+    result: Future[Run] = Future()
+    _when_all(futures, lambda runs: Run("probe", 0, None, str(len(runs))), result)
+    futures[0].set_result(Run("a", 0, None, ""))
+    assert not result.done()
+    futures[1].set_result(Run("b", 0, None, ""))
+    assert result.result(0).output == "2"
+    futures = [Future(), Future()]
+    result = Future()
+    _when_all(futures, lambda runs: Run("probe", 0, None, ""), result)
+    futures[0].cancel()
+    futures[1].set_result(Run("b", 0, None, ""))
+    assert result.cancelled()
+
+
 def test_a_sharded_trace_with_a_shard_missing_its_trace_selects_nothing_away(tmp_path):
     (tmp_path / SHARD_DIR.format(0)).mkdir()
     (tmp_path / SHARD_DIR.format(1)).mkdir()
@@ -278,6 +311,7 @@ class Run:
     report: dict | None
     output: str
     cases: int | None = None  # how many cases the impact selection ran (None: all)
+    seconds: float = 0.0  # how long it took (SECONDS_FILE)
 
     def failed_ids(self) -> set[str]:
         assert self.report is not None
@@ -375,13 +409,19 @@ def run_suite(
         except subprocess.TimeoutExpired as exc:
             returncode = None
             output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-    (workdir / SECONDS_FILE).write_text(f"{time.monotonic() - started:.1f}\n", encoding="utf-8")
+    seconds = time.monotonic() - started
+    (workdir / SECONDS_FILE).write_text(f"{seconds:.1f}\n", encoding="utf-8")
     if returncode is None:
         return Run(
-            name, -1, None, f"the suite run did not end within {RUN_BOUND:g} s\n{output[-4000:]}"
+            name,
+            -1,
+            None,
+            f"the suite run did not end within {RUN_BOUND:g} s\n{output[-4000:]}",
+            seconds=seconds,
         )
     loaded = json.loads(report.read_text()) if report.exists() else None
-    return Run(name, returncode, loaded, output[-6000:], None if cases is None else len(cases))
+    selected = None if cases is None else len(cases)
+    return Run(name, returncode, loaded, output[-6000:], selected, seconds)
 
 
 _READ: dict[Path, tuple[zoo_impact.Trace, zoo_impact.Records | None] | None] = {}
@@ -559,14 +599,16 @@ class Runs:
         """`name`'s traced run, in SHARDS[name] shards side by side once its cases are
         listed (whole when they cannot be), as one Run (`combined`)."""
         result: Future[Run] = Future()
-        count = SHARDS.get(name, 1)
+
+        def whole() -> None:
+            run = self.pool.submit(TRACED, lambda: run_suite(name, workdir, trace=True))
+            run.add_done_callback(lambda f: _settle(result, f))
 
         def start(listed: Future[list[str]]) -> None:
             try:
-                parts = deal(listed.result(), count)
+                parts = deal(listed.result(), SHARDS.get(name, 1))
                 if len(parts) < 2:
-                    whole = self.pool.submit(TRACED, lambda: run_suite(name, workdir, trace=True))
-                    whole.add_done_callback(lambda f: _settle(result, f))
+                    whole()
                     return
                 shards = [
                     self.pool.submit(
@@ -582,10 +624,8 @@ class Runs:
                 return
             _when_all(shards, lambda done: combined(name, workdir, done), result)
 
-        if count < 2:
-            self.pool.submit(
-                TRACED, lambda: run_suite(name, workdir, trace=True)
-            ).add_done_callback(lambda f: _settle(result, f))
+        if SHARDS.get(name, 1) < 2:
+            whole()
         else:
             self.pool.submit(TRACED, lambda: suite_cases(name, workdir)).add_done_callback(start)
         return result
@@ -667,19 +707,19 @@ def deal(cases: list[str], count: int) -> list[set[str]]:
 
 
 def combined(name: str, workdir: Path, shards: list[Run]) -> Run:
-    """One Run of a traced run's shards: their cases together, each requirement's outcome
-    the worst of its shards' (what fails in one fails), the first failing exit status; its
-    report and seconds written where an unsharded run leaves them."""
+    """One Run of a traced run's shards: their reports merged (`merged_report`), the first
+    failing exit status, the longest shard's seconds; its report and seconds written where an
+    unsharded run leaves them."""
     returncode = next((run.returncode for run in shards if run.returncode != 0), 0)
     output = "\n".join(f"[{SHARD_DIR.format(i)}] {run.output}" for i, run in enumerate(shards))
-    reports = [run.report for run in shards]
-    seconds = [measured_in(workdir / SHARD_DIR.format(i)) for i in range(len(shards))]
-    (workdir / SECONDS_FILE).write_text(f"{max(seconds):.1f}\n", encoding="utf-8")
-    if any(report is None for report in reports):
-        return Run(name, returncode or -1, None, output[-6000:])
-    report = merged_report([r for r in reports if r is not None])
+    seconds = max(run.seconds for run in shards)
+    (workdir / SECONDS_FILE).write_text(f"{seconds:.1f}\n", encoding="utf-8")
+    reports = [run.report for run in shards if run.report is not None]
+    if len(reports) < len(shards):
+        return Run(name, returncode or -1, None, output[-6000:], seconds=seconds)
+    report = merged_report(reports)
     (workdir / "report.json").write_text(json.dumps(report), encoding="utf-8")
-    return Run(name, returncode, report, output[-6000:])
+    return Run(name, returncode, report, output[-6000:], seconds=seconds)
 
 
 def merged_report(reports: list[dict]) -> dict:
@@ -700,18 +740,11 @@ def merged_report(reports: list[dict]) -> dict:
     return merged
 
 
-def measured_in(workdir: Path) -> float:
-    try:
-        return float((workdir / SECONDS_FILE).read_text(encoding="utf-8").split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def _when_all(
     futures: list[Future[Run]], then: Callable[[list[Run]], Run], result: Future[Run]
 ) -> None:
-    """Settle `result` with `then` of the futures' runs once every one is done (cancelled or
-    failed: that, as `_settle` would)."""
+    """Settle `result` with `then` of the futures' runs once every one is done: cancelled
+    when one was, as `_settle` does, or failed with what failed."""
     pending = [len(futures)]
     lock = threading.Lock()
 
@@ -720,11 +753,13 @@ def _when_all(
             pending[0] -= 1
             if pending[0]:
                 return
+        if any(future.cancelled() for future in futures):
+            result.cancel()
+            return
         try:
             result.set_result(then([future.result() for future in futures]))
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-            if not result.done():
-                result.set_exception(exc)
+            result.set_exception(exc)
 
     for future in futures:
         future.add_done_callback(one_done)
