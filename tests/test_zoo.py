@@ -15,9 +15,10 @@ own), since every other case runs exactly as against the reference. `ZOO_SELECT=
 the whole suite for each.
 
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
-together, ZOO_JOBS at a time (default 7: with the selection as it is, five left a third of
-2 cores idle; measured in docs/benchmarks.md, fourteenth pass), by one session fixture
-(`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as soon as
+together, ZOO_JOBS at a time (default 7), and more, up to ZOO_JOBS_MAX (default 20), while
+the machine's CPU is idle (`CpuGate`: seven at a time left ~30% of 2 cores idle; beside CPU
+burners it is never idle, so seven run; docs/benchmarks.md, sixteenth pass), by one session
+fixture (`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as soon as
 the first self-test needs it; each parametrized test then waits for its own run. The pool
 takes the traced reference runs first (every selected run waits on its reference), then the
 runs expected to take longest (their cases' durations in the reference run, or more when the
@@ -76,6 +77,8 @@ SECONDS_FILE = "seconds.txt"  # how long a run took, beside its report
 MEASURED_FILE = Path(__file__).with_name("zoo_durations.json")
 FAILING = ("failed", "warning")  # a warning is a SHOULD failure; it fails the run with --strict
 JOBS = int(os.environ.get("ZOO_JOBS", "7"))
+# More runs at once while the CPU is idle (CpuGate): up to this many.
+JOBS_MAX = int(os.environ.get("ZOO_JOBS_MAX", "20"))
 RUN_BOUND = float(os.environ.get("ZOO_RUN_BOUND", "900"))  # seconds for one whole suite run
 # The inner runs share 2 cores seven at a time beside the rest of the project's tests: their
 # scaled timeouts get twice the room a lone run needs, so a correct client's slow start under
@@ -176,6 +179,35 @@ def test_the_pool_runs_the_highest_priority_first_and_cancels_the_rest_at_shutdo
     closing.join(30)
     assert running.result(30) == "blocker" and waiting.cancelled() and "never" not in order
     assert pool.submit(1, lambda: job("late")).cancelled()
+
+
+def test_the_gate_admits_beyond_its_floor_only_after_an_idle_interval():
+    now, ticks = [0.0], [(0.0, 0.0)]  # (idle, total) CPU ticks
+    gate = CpuGate(2, 4, idle_share=0.25, interval=1.0, read=lambda: ticks[0], clock=lambda: now[0])
+    assert gate.admits(0) and gate.admits(1)  # the floor, whatever the CPU does
+    assert not gate.admits(2)  # no whole interval seen yet
+    now[0], ticks[0] = 1.0, (10.0, 100.0)  # 10% idle
+    assert not gate.admits(2)
+    now[0], ticks[0] = 2.0, (60.0, 200.0)  # 50% idle since the last sample
+    assert gate.admits(2)
+    now[0], ticks[0] = 2.5, (110.0, 250.0)
+    assert not gate.admits(3)  # the interval starts again with each admitted run
+    now[0], ticks[0] = 3.5, (160.0, 350.0)
+    assert gate.admits(3)
+    now[0], ticks[0] = 9.0, (900.0, 1000.0)
+    assert not gate.admits(4)  # the ceiling
+    unknown = CpuGate(1, 3, read=lambda: None, clock=lambda: now[0])
+    now[0] = 20.0
+    assert unknown.admits(0) and not unknown.admits(1)  # no /proc/stat: the floor only
+    assert CpuGate(3, 1).ceiling == 3 and CpuGate(0, 0).floor == 1
+
+
+def test_cpu_times_reads_idle_and_total_ticks():
+    times = cpu_times()
+    if times is None:
+        pytest.skip("no /proc/stat here")
+    idle, total = times
+    assert 0 <= idle <= total and total > 0
 
 
 def test_expected_seconds_sums_the_reference_durations_of_the_cases(tmp_path):
@@ -519,17 +551,83 @@ TRACED = float("inf")  # the traced reference runs go first: every selected run 
 WHOLE = sys.float_info.max  # a whole-suite run of a client no trace selects for
 
 
-class Pool:
-    """`jobs` threads, each taking the waiting job of highest priority (submission order among
-    equals): the longest runs start first, so the last minutes are not one run alone."""
+def cpu_times() -> tuple[float, float] | None:
+    """The machine's (idle, total) CPU time so far, in clock ticks (/proc/stat's first line:
+    iowait counts as idle); None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 5 or fields[0] != "cpu":
+        return None
+    try:
+        ticks = [float(f) for f in fields[1:9]]
+    except ValueError:
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0.0)
+    return idle, sum(ticks)
 
-    def __init__(self, jobs: int) -> None:
+
+class CpuGate:
+    """Admits a run beyond `floor` running ones (up to `ceiling`) only while the machine's CPU
+    has been idle: at least `idle_share` of it over the last `interval` seconds, and no run
+    admitted over that interval (so a new run's start is seen before the next). Why: a suite
+    run mostly waits, but not evenly: seven at a time left the CPU ~30% idle in a self-test
+    (vmstat every 5 s: 80-90% idle for ~40 s while the runs that wait out a bound ran
+    together), while on a loaded machine more runs only add contention. Beside CPU burners
+    the CPU is never idle, so no more than `floor` run: the load the timing cases are sized
+    for. Without /proc/stat, `floor` at a time."""
+
+    def __init__(
+        self,
+        floor: int,
+        ceiling: int,
+        *,
+        idle_share: float = 0.15,
+        interval: float = 0.5,
+        read: Callable[[], tuple[float, float] | None] = cpu_times,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.floor, self.ceiling = max(1, floor), max(1, floor, ceiling)
+        self._idle_share, self.interval = idle_share, interval
+        self._read, self._clock = read, clock
+        self._sample = (clock(), read())
+
+    def admits(self, running: int) -> bool:
+        if running >= self.ceiling:
+            return False
+        now = self._clock()
+        if running >= self.floor:
+            then, before = self._sample
+            if now - then < self.interval:
+                return False
+            current = self._read()
+            idle = 0.0  # unknown: no more than the floor
+            if before is not None and current is not None and current[1] > before[1]:
+                idle = (current[0] - before[0]) / (current[1] - before[1])
+            self._sample = (now, current)
+            if idle < self._idle_share:
+                return False
+        self._sample = (now, self._read())  # the next interval starts with this run
+        return True
+
+
+class Pool:
+    """Threads, each taking the waiting job of highest priority (submission order among
+    equals) when the gate admits one more running job: the longest runs start first, so the
+    last minutes are not one run alone. `jobs` at a time, or a `CpuGate`'s floor to ceiling."""
+
+    def __init__(self, jobs: int | CpuGate) -> None:
+        self._gate = jobs if isinstance(jobs, CpuGate) else CpuGate(jobs, jobs)
         self._waiting: list[tuple[float, int, Future[Run], Callable[[], Run]]] = []
         self._changed = threading.Condition()
         self._order = itertools.count()
         self._closed = False
+        self._running = 0
         self._threads = [
-            threading.Thread(target=self._work, name=f"zoo-{i}", daemon=True) for i in range(jobs)
+            threading.Thread(target=self._work, name=f"zoo-{i}", daemon=True)
+            for i in range(self._gate.ceiling)
         ]
         for thread in self._threads:
             thread.start()
@@ -544,20 +642,33 @@ class Pool:
             self._changed.notify()
         return future
 
-    def _work(self) -> None:
-        while True:
-            with self._changed:
-                while not self._waiting and not self._closed:
-                    self._changed.wait()
+    def _take(self) -> tuple[Future[Run], Callable[[], Run]] | None:
+        with self._changed:
+            while True:
                 if not self._waiting:
-                    return
-                _, _, future, job = heapq.heappop(self._waiting)
-            if not future.set_running_or_notify_cancel():
-                continue
+                    if self._closed:
+                        return None
+                    self._changed.wait()
+                elif self._gate.admits(self._running):
+                    _, _, future, job = heapq.heappop(self._waiting)
+                    self._running += 1
+                    return future, job
+                else:  # asked again when a job ends or the gate's interval has passed
+                    self._changed.wait(self._gate.interval)
+
+    def _work(self) -> None:
+        while taken := self._take():
+            future, job = taken
             try:
-                future.set_result(job())
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-                future.set_exception(exc)
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(job())
+                    except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                        future.set_exception(exc)
+            finally:
+                with self._changed:
+                    self._running -= 1
+                    self._changed.notify_all()
 
     def shutdown(self) -> None:
         """Cancel what has not started, wait for what has."""
@@ -572,12 +683,13 @@ class Pool:
 
 
 class Runs:
-    """Every selected client's suite run, JOBS at a time. With the impact selection (the
-    default; `ZOO_SELECT=all` turns it off) the reference runs go first, traced, and each
+    """Every selected client's suite run, JOBS to JOBS_MAX at a time (`CpuGate`). With the
+    impact selection (the default; `ZOO_SELECT=all` turns it off) the reference runs go first,
+    traced, and each
     broken client then runs the cases that execute its seams (tests/zoo_impact.py)."""
 
     def __init__(self, names: list[str], root: Path) -> None:
-        self.pool = Pool(max(1, JOBS))
+        self.pool = Pool(CpuGate(JOBS, JOBS_MAX))
         self.futures: dict[str, Future[Run]] = {}
         broken = {n: _changed_client(n) for n in names}
         if SELECT == "all":
