@@ -18,8 +18,8 @@ A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are st
 together, ZOO_JOBS at a time (default 7), and more, up to ZOO_JOBS_MAX (default 20), while
 the machine's CPU is idle (`CpuGate`: seven at a time left ~30% of 2 cores idle; beside CPU
 burners it is never idle, so seven run; docs/benchmarks.md, sixteenth pass), by one session
-fixture (`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as soon as
-the first self-test needs it; each parametrized test then waits for its own run. The pool
+fixture (`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as
+soon as the first self-test needs it; each parametrized test then waits for its own run. The pool
 takes the traced reference runs first (every selected run waits on its reference), then the
 runs expected to take longest (their cases' durations in the reference run, or more when the
 run took longer when last measured, tests/zoo_durations.json: a client that makes a case
@@ -200,6 +200,31 @@ def test_the_gate_admits_beyond_its_floor_only_after_an_idle_interval():
     now[0] = 20.0
     assert unknown.admits(0) and not unknown.admits(1)  # no /proc/stat: the floor only
     assert CpuGate(3, 1).ceiling == 3 and CpuGate(0, 0).floor == 1
+
+
+def test_the_pool_starts_a_job_beyond_the_floor_only_when_its_gate_admits_it():
+    idle, asked, started, release, second = (threading.Event() for _ in range(5))
+    ticks = [0.0, 0.0]  # (idle, total), 100 more ticks at each read: all idle or all busy
+
+    def read() -> tuple[float, float]:
+        ticks[0] += 100.0 if idle.is_set() else 0.0
+        ticks[1] += 100.0
+        asked.set()
+        return ticks[0], ticks[1]
+
+    clock = itertools.count(step=1.0)  # a whole interval between any two reads
+    pool = Pool(CpuGate(1, 2, interval=0.01, read=read, clock=lambda: next(clock)))
+    first = pool.submit(2, lambda: (started.set(), release.wait(30), "first")[2])
+    assert started.wait(30)
+    asked.clear()
+    following = pool.submit(1, lambda: (second.set(), "second")[1])
+    assert asked.wait(30)  # the gate was asked, with the CPU busy
+    assert not second.is_set()
+    idle.set()
+    assert second.wait(30) and not first.done()  # two at once, beyond the floor of one
+    release.set()
+    assert (first.result(30), following.result(30)) == ("first", "second")
+    pool.shutdown()
 
 
 def test_cpu_times_reads_idle_and_total_ticks():
@@ -559,14 +584,13 @@ def cpu_times() -> tuple[float, float] | None:
             fields = stat.readline().split()
     except OSError:
         return None
-    if len(fields) < 5 or fields[0] != "cpu":
+    if len(fields) < 6 or fields[0] != "cpu":
         return None
     try:
-        ticks = [float(f) for f in fields[1:9]]
+        ticks = [float(f) for f in fields[1:9]]  # user nice system idle iowait irq softirq steal
     except ValueError:
         return None
-    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0.0)
-    return idle, sum(ticks)
+    return ticks[3] + ticks[4], sum(ticks)
 
 
 class CpuGate:
@@ -685,8 +709,8 @@ class Pool:
 class Runs:
     """Every selected client's suite run, JOBS to JOBS_MAX at a time (`CpuGate`). With the
     impact selection (the default; `ZOO_SELECT=all` turns it off) the reference runs go first,
-    traced, and each
-    broken client then runs the cases that execute its seams (tests/zoo_impact.py)."""
+    traced, and each broken client then runs the cases that execute its seams
+    (tests/zoo_impact.py)."""
 
     def __init__(self, names: list[str], root: Path) -> None:
         self.pool = Pool(CpuGate(JOBS, JOBS_MAX))
