@@ -24,7 +24,7 @@ pytest cannot cache its assertion rewrites and every process pays about a second
 re-rewriting hypothesis and this project, which is not what CI pays.
 
     python benchmarks/bench_suite.py [--repeat 1] [-n 20] [--only inprocess,driver]
-                                     [--loaded] [--per-core 2] [--update-docs]
+                                     [--loaded] [--per-core 2] [--session-each] [--update-docs]
 """
 
 from __future__ import annotations
@@ -352,10 +352,15 @@ def update_docs(figures: str) -> None:
 
 
 def measure(
-    clients: list[str], repeat: int, loaded: bool, burners: int, scratch: Path
+    clients: list[str],
+    repeat: int,
+    loaded: bool,
+    burners: int,
+    scratch: Path,
+    session_each: bool = False,
 ) -> list[Run]:
     runs: list[Run] = []
-    with burning(burners) if loaded else nullcontext():
+    with burning(burners, session_each=session_each) if loaded else nullcontext():
         for client in clients:
             for mode in MODES:
                 best: Run | None = None
@@ -384,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         "--loaded", action="store_true", help="repeat every run with CPU burners running"
     )
     parser.add_argument("--per-core", type=int, default=2, help="burners per core (--loaded)")
+    parser.add_argument(
+        "--session-each",
+        action="store_true",
+        help="each burner in a session of its own (--loaded; scripts/cpu_load.py)",
+    )
     parser.add_argument(
         "--update-docs", action="store_true", help=f"write the figures into {DOC.relative_to(ROOT)}"
     )
@@ -419,8 +429,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         burn = ""
         if args.loaded:
-            runs += measure(clients, args.repeat, True, burners, scratch)
-            burn = f"; loaded runs with {burners} CPU burners, load average then {machine()}"
+            runs += measure(clients, args.repeat, True, burners, scratch, args.session_each)
+            how = "a session each" if args.session_each else "in one session"
+            burn = (
+                f"; loaded runs with {burners} CPU burners ({how}), load average then {machine()}"
+            )
     figures = render(runs, costs, started, load_before, burn, speed)
     print()
     print(figures)

@@ -1,9 +1,12 @@
 """scripts/cpu_load.py: its burners run while the command runs and are gone afterwards."""
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from mcp_host_conformance.mocks.stdio_server import pid_alive
 
@@ -13,13 +16,20 @@ cpu_load = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cpu_load)
 
 
-def test_burners_spin_during_the_block_and_are_reaped_after_it():
-    with cpu_load.burning(2) as procs:
-        assert len(procs) == 2
-        assert all(p.poll() is None for p in procs)
-        pids = [p.pid for p in procs]
-    assert all(p.returncode is not None for p in procs)
+def _state(pid: int) -> str:
+    # the field after the command's parentheses: R running, S sleeping, Z zombie...
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("session_each", [False, True])
+def test_burners_spin_during_the_block_and_are_reaped_after_it(session_each):
+    with cpu_load.burning(2, session_each=session_each) as pids:
+        assert len(pids) == 2
+        assert all(pid_alive(pid) and _state(pid) != "Z" for pid in pids)
+        sessions = {os.getsid(pid) for pid in pids}
     assert not any(pid_alive(pid) for pid in pids)
+    assert os.getsid(0) not in sessions  # never in the command's session (nor the terminal's)
+    assert len(sessions) == (2 if session_each else 1)
 
 
 def test_the_command_runs_under_load_and_its_status_is_returned():
@@ -30,4 +40,4 @@ def test_the_command_runs_under_load_and_its_status_is_returned():
         timeout=60,
     )
     assert done.returncode == 3, done.stderr
-    assert "burners running" in done.stderr
+    assert "burners running (one session)" in done.stderr
