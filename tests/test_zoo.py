@@ -287,6 +287,22 @@ def _case(nodeid: str, rid: str, outcome: str) -> dict:
     return dataclasses.asdict(case)
 
 
+def test_a_mismatch_shows_what_each_failing_case_expected_and_saw():
+    seen = _case("test_x.py::test_seen", "RETRY-1", "failed")
+    seen.update(expected="one tools/call", actual="two tools/call\nafter the timeout", message="M")
+    crashed = _case("test_x.py::test_crashed", "RETRY-1", "failed")
+    crashed.update(message="ValueError: boom\nTraceback ...")
+    passed = _case("test_x.py::test_fine", "RETRY-1", "passed")
+    run = Run("probe", 1, {"cases": [seen, crashed, passed]}, "")
+    assert run.cases_failing("RETRY-1") == [
+        "      test_seen: failed",
+        "        expected: one tools/call",
+        "        actual: two tools/call after the timeout",
+        "      test_crashed: failed",
+        "        message: ValueError: boom",
+    ]
+
+
 def test_the_shards_reports_merge_as_one_run_s():
     first = {
         "client": {"name": "probe"},
@@ -377,12 +393,18 @@ class Run:
         }
 
     def cases_failing(self, rid: str) -> list[str]:
+        """Each case failing `rid`: its outcome, then what it expected and what it saw (the
+        message's first line when the case recorded neither, as a crashed case does)."""
         assert self.report is not None
         lines = []
         for case in self.report["cases"]:
             if rid in case["requirements"] and case["outcome"] in FAILING:
-                first = (case.get("message") or case.get("actual") or "").strip().splitlines()
-                lines.append(f"      {case['id']}: {first[0][:300] if first else '(no message)'}")
+                lines.append(f"      {case['id']}: {case['outcome']}")
+                shown = [(k, case.get(k)) for k in ("expected", "actual") if case.get(k)]
+                if not shown:
+                    first = (case.get("message") or "").strip().splitlines()
+                    shown = [("message", first[0] if first else "(none)")]
+                lines += [f"        {key}: {_clip(str(value))}" for key, value in shown]
         return lines
 
     def requirement_outcome(self, rid: str) -> str:
@@ -395,6 +417,12 @@ class Run:
         if self.cases is not None:
             outcome += f" (impact selection: {self.cases} cases ran, those executing its seams)"
         return outcome
+
+
+def _clip(text: str, limit: int = 600) -> str:
+    """One line of at most `limit` characters: a mismatch's lines stay readable in CI's log."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _clean_env() -> dict[str, str]:
