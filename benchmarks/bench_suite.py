@@ -200,6 +200,8 @@ def overhead(client: str, n: int, scratch: Path) -> dict[str, float]:
     _, status, output = _pytest([*args, "--junitxml", str(junit), "--rootdir", str(folder)], folder)
     if status != 0:
         sys.stderr.write(output[-3000:])
+    if not junit.exists():  # the run ended before any case (an uninstalled driver command)
+        raise SystemExit(f"bench_suite: the {client} overhead run reported no case (above)")
     times: dict[str, list[float]] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name", "").split("[")[0]

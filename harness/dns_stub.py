@@ -139,16 +139,22 @@ def serve_in_thread(sock: socket.socket) -> threading.Thread:
 
 def serve_forked(sock: socket.socket) -> int | None:
     """Serve `sock` in a child process that ends when this process (and whatever it execs
-    into) ends; the pid, or None where fork is not possible. Call it single-threaded."""
+    into) ends; the pid, or None where fork is not possible. Call it single-threaded.
+    Returns once the child holds none of this process's standard streams."""
     read_end, write_end = os.pipe()
+    # Closed by the child once its streams are /dev/null: until then it holds the caller's
+    # output pipes, and the command this process execs into could end (or be read to its
+    # end) first. Seen beside CPU burners: the command saw the child still holding its stdout.
+    redirected, redirecting = os.pipe()
     try:
         pid = os.fork()
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
+        for fd in (read_end, write_end, redirected, redirecting):
+            os.close(fd)
         return None
     if pid == 0:  # pragma: no cover - the child serves until its parent is gone
         os.close(write_end)
+        os.close(redirected)
         try:
             os.setsid()
         except OSError:
@@ -167,8 +173,12 @@ def serve_forked(sock: socket.socket) -> int | None:
                     os.close(fd)
             except OSError:
                 pass
+        os.close(redirecting)
         serve(sock, stop_when_readable=read_end)  # readable: EOF, the parent is gone
         os._exit(0)
+    os.close(redirecting)
+    os.read(redirected, 1)  # EOF: the child closed it (or ended)
+    os.close(redirected)
     os.close(read_end)
     os.set_inheritable(write_end, True)  # held by the command this process execs into
     sock.close()
