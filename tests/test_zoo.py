@@ -53,6 +53,7 @@ import pytest
 import mcp_host_conformance.zoo
 from mcp_host_conformance import conformance as suite
 from mcp_host_conformance.harness import cli, fresh_process, reporting
+from mcp_host_conformance.harness.client_under_test import one_line
 from mcp_host_conformance.harness.loader import resolve_client
 from mcp_host_conformance.harness.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
@@ -297,7 +298,7 @@ def test_a_mismatch_shows_what_each_failing_case_expected_and_saw():
     assert run.cases_failing("RETRY-1") == [
         "      test_seen: failed",
         "        expected: one tools/call",
-        "        actual: two tools/call after the timeout",
+        "        actual: two tools/call | after the timeout",
         "      test_crashed: failed",
         "        message: ValueError: boom",
     ]
@@ -404,7 +405,7 @@ class Run:
                 if not shown:
                     first = (case.get("message") or "").strip().splitlines()
                     shown = [("message", first[0] if first else "(none)")]
-                lines += [f"        {key}: {_clip(str(value))}" for key, value in shown]
+                lines += [f"        {key}: {one_line(str(value))}" for key, value in shown]
         return lines
 
     def requirement_outcome(self, rid: str) -> str:
@@ -417,12 +418,6 @@ class Run:
         if self.cases is not None:
             outcome += f" (impact selection: {self.cases} cases ran, those executing its seams)"
         return outcome
-
-
-def _clip(text: str, limit: int = 600) -> str:
-    """One line of at most `limit` characters: a mismatch's lines stay readable in CI's log."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _clean_env() -> dict[str, str]:

@@ -155,6 +155,32 @@ def test_the_name_server_holds_none_of_the_commands_output_and_ends_with_it(seal
     assert process_state(int(stub)) != "running", "the name server outlived its command"
 
 
+SLOW_TO_REDIRECT = textwrap.dedent(
+    """
+    import json, os, socket, time
+    from mcp_host_conformance.harness import dns_stub
+    os.setsid = lambda: time.sleep(0.5)  # the child gets to its redirection late
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    pid = dns_stub.serve_forked(sock)
+    print(json.dumps([os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)]))
+    """
+)
+
+
+def test_the_name_server_has_let_go_of_the_streams_when_the_command_starts():
+    """However late the forked name server redirects its streams, the sandbox goes on (execs
+    the command) only after it did: a slow child shows its redirection not done otherwise."""
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_TO_REDIRECT],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [os.devnull] * 3
+
+
 def test_the_machine_is_left_as_it_was(sealable, tmp_path):
     hosts_before = Path("/etc/hosts").read_bytes()
     # a temp dir of its own: other runs on the machine (`tox p`) seal and unseal meanwhile

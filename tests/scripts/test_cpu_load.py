@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.mocks.stdio_server import pid_alive
+from mcp_host_conformance.mocks.stdio_server import pid_alive, process_state
 
 _PATH = Path(__file__).resolve().parents[2] / "scripts" / "cpu_load.py"
 _spec = importlib.util.spec_from_file_location("cpu_load", _PATH)
@@ -16,16 +16,11 @@ cpu_load = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cpu_load)
 
 
-def _state(pid: int) -> str:
-    # the field after the command's parentheses: R running, S sleeping, Z zombie...
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
 @pytest.mark.parametrize("session_each", [False, True])
 def test_burners_spin_during_the_block_and_are_reaped_after_it(session_each):
     with cpu_load.burning(2, session_each=session_each) as pids:
         assert len(pids) == 2
-        assert all(pid_alive(pid) and _state(pid) != "Z" for pid in pids)
+        assert all(process_state(pid) == "running" for pid in pids)
         sessions = {os.getsid(pid) for pid in pids}
     assert not any(pid_alive(pid) for pid in pids)
     assert os.getsid(0) not in sessions  # never in the command's session (nor the terminal's)
