@@ -53,8 +53,8 @@ def options(tmp_path: Path) -> StartOptions:
         cwd=tmp_path / "project",
         model_url="http://127.0.0.1:9/v1",
         model_key="k",
-        connect_timeout=1.0,
-        call_timeout=2.0,
+        connect_timeout=10.0,
+        call_timeout=30.0,
         env={"X": "1"},
     )
 

@@ -128,7 +128,7 @@ def test_stall_initialize(start_mock, mode):
     mock = start_mock(_spec(mode, stall=["initialize"]))
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(mock.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"}, timeout=0.2)
-    mock.journal.wait_for("initialize", timeout=1)
+    mock.journal.wait_for("initialize", timeout=10)
 
 
 def test_delay_per_method(start_mock, raw):

@@ -69,7 +69,7 @@ def test_official_client_refuses_the_untrusted_tls_mock(start_mock, sdk):
     mock = start_mock(_spec("sse"), tls="untrusted")
     assert mock.ca_file == tls.trusted_ca_file()
     with pytest.raises(BaseException) as caught:  # noqa: B017 - the SDK wraps it in an ExceptionGroup
-        sdk(mock.url, _exercise, verify=ssl.create_default_context(cafile=mock.ca_file), timeout=2)
+        sdk(mock.url, _exercise, verify=ssl.create_default_context(cafile=mock.ca_file), timeout=10)
     assert (
         "CERTIFICATE_VERIFY_FAILED" in repr(caught.value)
         or "certificate" in repr(caught.value).lower()

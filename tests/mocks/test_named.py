@@ -169,7 +169,7 @@ def test_unknown_name_is_a_clear_error():
 
 
 def test_every_http_entry_starts_and_answers_initialize():
-    with httpx.Client(timeout=1) as client:
+    with httpx.Client(timeout=10) as client:
         _check_entries(client)
 
 

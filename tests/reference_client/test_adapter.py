@@ -36,8 +36,8 @@ def options(tmp_path: Path, model: MockResponses, **kw) -> StartOptions:
         cwd=cwd,
         model_url=model.url,
         model_key=model.api_key,
-        connect_timeout=1.0,
-        call_timeout=1.0,
+        connect_timeout=10.0,
+        call_timeout=30.0,
         **kw,
     )
 

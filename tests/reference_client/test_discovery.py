@@ -21,7 +21,7 @@ SECRET = "hdr-secret-6f2b91"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 
 
-async def found(servers, timeout=1.0):
+async def found(servers, timeout=30.0):
     result = await discover(
         servers,
         environ=ENV,

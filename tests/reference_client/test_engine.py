@@ -30,7 +30,7 @@ def test_start_shows_status_lines_and_close_reaps(tmp_path: Path) -> None:
             environ={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
             cwd=tmp_path,
             ui=ui,
-            connect_timeout=1.0,
+            connect_timeout=10.0,
         )
 
         async def go():

@@ -187,7 +187,7 @@ def test_hostile_call_answers_give_failed_or_unknown(
             environ={},
             cwd=tmp_path,
             ui=ui,
-            connect_timeout=1.0,
+            connect_timeout=10.0,
             call_timeout=0.5,
         )
 
@@ -228,7 +228,7 @@ def test_hostile_stdio_server_lines(tmp_path: Path) -> None:
         result = await discover(
             [StdioServerConfig("evil", sys.executable, [str(script)], {"TOKEN": SECRET})],
             environ={"PATH": "/usr/bin:/bin"},
-            connect_timeout=2.0,
+            connect_timeout=10.0,
             redactor=Redactor([SECRET]),
         )
         return result.statuses[0]
