@@ -172,14 +172,19 @@ OLD = (
     ids=["dies", "garbage", "hangs", "old-protocol"],
 )
 def test_broken_drivers_give_adapter_errors_within_the_bound(code, message):
-    adapter = DriverAdapter(python(f"-c {shlex.quote(code)}"), timeout=0.5, handshake_timeout=0.5)
+    # Only the hanging driver waits out the short bound; the others get the room a loaded
+    # machine needs to start Python, so their own error is the one seen.
+    bound = 0.5 if code == HANGS else 30.0
+    adapter = DriverAdapter(
+        python(f"-c {shlex.quote(code)}"), timeout=bound, handshake_timeout=bound
+    )
     started = time.monotonic()
     try:
         with pytest.raises(AdapterError, match=message):
             adapter.describe()
     finally:
         adapter.close()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < bound + 10
 
 
 def test_a_missing_command_is_an_adapter_error():

@@ -46,7 +46,7 @@ class Raw:
     def __init__(self, mock: HttpMock, **client_options: Any) -> None:
         self.url = mock.url
         client_options.setdefault("verify", PLAIN_SSL)
-        self.client = httpx.Client(timeout=5, **client_options)
+        self.client = httpx.Client(timeout=30, **client_options)
         self.session_id: str | None = None
         self._ids = iter(range(1, 10**6))
 
@@ -137,7 +137,7 @@ def sdk() -> Callable[..., Any]:
     """sdk(url, async_fn, verify=True) runs async_fn(ClientSession) against the mock."""
 
     def run(
-        url: str, body: Callable[[Any], Awaitable[Any]], verify: Any = True, timeout: float = 5.0
+        url: str, body: Callable[[Any], Awaitable[Any]], verify: Any = True, timeout: float = 30.0
     ) -> Any:
         return asyncio.run(asyncio.wait_for(_with_sdk(url, body, verify, timeout), timeout * 2))
 

@@ -80,13 +80,13 @@ def test_http_and_stdio_mocks_meet_at_one_barrier(barrier, start_mock, tmp_path)
 
     thread = threading.Thread(target=initialize_http, daemon=True)
     thread.start()
-    meeting.journal.wait_for(kind="event", timeout=5)
+    meeting.journal.wait_for(kind="event", timeout=30)
     assert "http" not in answered
     proc = Proc(stdio.command, cwd=tmp_path)
     try:
         proc.send(INITIALIZE)
-        assert proc.recv(timeout=5)["id"] == 1
-        thread.join(5)
+        assert proc.recv(timeout=30)["id"] == 1
+        thread.join(30)
         assert answered["http"] == 200
     finally:
         proc.close()

@@ -111,6 +111,7 @@ def test_flaky_stall_never_answers(start_mock, raw):
     client = raw(mock)
     client.initialize()
     assert isinstance(_raw_call(mock, client.session_id, timeout=0.2), TimeoutError)
+    mock.journal.wait_for("tools/call", timeout=10)
     assert mock.journal.count("tools/call") == 1
 
 

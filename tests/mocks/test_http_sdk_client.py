@@ -88,11 +88,11 @@ def test_official_client_sees_list_changed_from_change_tools(start_mock, sdk):
         await loop.run_in_executor(
             None,
             lambda: mock.journal.wait_for(
-                kind="http", where=lambda e: e.http_method == "GET", timeout=2
+                kind="http", where=lambda e: e.http_method == "GET", timeout=30
             ),
         )
         await loop.run_in_executor(None, mock.change_tools, [Tool("new")])
-        await asyncio.wait_for(changed.wait(), 2)
+        await asyncio.wait_for(changed.wait(), 30)
         return [t.name for t in (await session.list_tools()).tools]
 
     changed: asyncio.Event

@@ -45,7 +45,7 @@ class Proc:
         self.p.stdin.write(data)
         self.p.stdin.flush()
 
-    def line(self, timeout: float = 3.0) -> bytes | None:
+    def line(self, timeout: float = 30.0) -> bytes | None:
         deadline = time.monotonic() + timeout
         fd = self.p.stdout.fileno()
         while b"\n" not in self.buffer:
@@ -59,7 +59,7 @@ class Proc:
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line
 
-    def recv(self, timeout: float = 3.0):
+    def recv(self, timeout: float = 30.0):
         line = self.line(timeout)
         assert line is not None, "no line from the mock within the bound"
         return json.loads(line)

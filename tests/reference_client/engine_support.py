@@ -16,7 +16,7 @@ from typing import Any
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 
 
-def run(coro: Any, timeout: float = 10.0) -> Any:
+def run(coro: Any, timeout: float = 60.0) -> Any:
     async def bounded() -> Any:
         return await asyncio.wait_for(coro, timeout)
 

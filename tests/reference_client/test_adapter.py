@@ -105,7 +105,7 @@ def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
         name="slow", tools=[Tool("wait")], misbehaviour=Misbehaviour(stall=["tools/call"])
     )
     with HttpMock(stalling) as mock, MockResponses() as model:
-        opts = dataclasses.replace(options(tmp_path, model), call_timeout=10.0)
+        opts = dataclasses.replace(options(tmp_path, model), call_timeout=60.0)
         adapter.add_server(opts.home, HttpServer("slow", mock.url))
         model.script(
             [
@@ -117,11 +117,11 @@ def test_cancel_from_another_thread_and_resume(tmp_path: Path) -> None:
         session = adapter.start(opts)
         try:
             canceller = threading.Thread(
-                target=lambda: (mock.journal.wait_for("tools/call", timeout=5), session.cancel())
+                target=lambda: (mock.journal.wait_for("tools/call", timeout=30), session.cancel())
             )
             canceller.start()
             turn = session.ask("go", lambda c: "y", lambda p: True)
-            canceller.join(5)
+            canceller.join(30)
             assert turn.calls[0].status == "unknown"
             prompts: list[str] = []
             second = session.ask("next", lambda c: "y", lambda p: prompts.append(p) or True)

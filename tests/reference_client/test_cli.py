@@ -191,7 +191,7 @@ def test_chat_and_resume_in_process(environ, tmp_path, monkeypatch):
         model.script(
             [Step.call(server="docs", tool="query-docs", arguments={"q": 1}), Step.text("Done.")]
         )
-        code, out = run(["chat", "--connect-timeout", "5"], env, "What is it?\ny\n/exit\n")
+        code, out = run(["chat", "--connect-timeout", "30"], env, "What is it?\ny\n/exit\n")
         assert code == 0, out
         assert "MCP server docs: 1 tool" in out and "Done." in out
         assert SECRET not in out

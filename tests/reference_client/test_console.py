@@ -159,7 +159,7 @@ def test_chat_through_a_terminal(tmp_path):
             ]
         )
         env = child_env(home, OPENAI_BASE_URL=model.url, OPENAI_API_KEY=model.api_key)
-        child = spawn(["chat", "--connect-timeout", "5", "--call-timeout", "5"], env, project)
+        child = spawn(["chat", "--connect-timeout", "30", "--call-timeout", "30"], env, project)
         transcript = []
         try:
             child.expect(r"MCP server docs: 1 tools? from ")
@@ -291,7 +291,7 @@ def test_hostile_names_results_and_errors_never_reach_the_terminal_raw(tmp_path)
         env = child_env(home, OPENAI_BASE_URL=model.url, OPENAI_API_KEY=model.api_key)
         child = pexpect.spawn(
             sys.executable,
-            ["-m", "mcp_host_conformance.reference_client", "chat", "--connect-timeout", "5"],
+            ["-m", "mcp_host_conformance.reference_client", "chat", "--connect-timeout", "30"],
             env=env,
             cwd=str(tmp_path),
             timeout=20,

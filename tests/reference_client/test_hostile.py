@@ -134,7 +134,7 @@ def test_endless_sse_line_is_cut_at_one_mib() -> None:
         return head + b"".join(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for _ in range(6))
 
     with RawHttpServer(hostile({"tools/list": flood})) as server:
-        status = run(status_of(server.url, timeout=2))
+        status = run(status_of(server.url, timeout=30))
     assert "1 MiB" in status.reason
 
 
@@ -188,7 +188,7 @@ def test_hostile_call_answers_give_failed_or_unknown(
             cwd=tmp_path,
             ui=ui,
             connect_timeout=10.0,
-            call_timeout=0.5,
+            call_timeout=30.0,
         )
 
         async def go():

@@ -212,7 +212,7 @@ def test_chat_exits_cleanly_after_a_server_flooded(tmp_path, mode: str) -> None:
     add = [*program, "mcp", "add", "f", f"--command={sys.executable}", f"--arg={script}"]
     subprocess.run([*add, f"--arg={mode}"], env=env, check=True, timeout=60)
     done = subprocess.run(
-        [*program, "chat", "--connect-timeout", "5"],
+        [*program, "chat", "--connect-timeout", "30"],
         env=env,
         input=b"/exit\n",
         capture_output=True,
