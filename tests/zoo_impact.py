@@ -6,8 +6,9 @@ that never executes any of the client's seams in the reference run therefore has
 reference's outcome (it passes), so the self-test runs only the cases that do.
 
 How: the reference run of the self-test is traced with coverage, one context per case
-(pytest-cov's `--cov-context=test`), over the reference client and the harness. A case is
-selected for a client when it executed a line of one of its seams:
+(pytest-cov's `--cov-context=test`), over the reference client and the harness's modules that
+start a process (SPAWNING). A case is selected for a client when it executed a line of one of
+its seams:
 - a function (or a method, a cached function): its body, nested functions included;
 - a constant (a limit, a list of definitions): the body of every function of the reference
   client that names it (the readers; the patch changes nothing that does not read it).
@@ -62,16 +63,18 @@ from mcp_host_conformance.zoo.client import Seam
 from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, guard_key, zoo_pure_targets
 from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
-# Traced: the reference client (the seams) and the harness (where a case starts a process).
-COVERAGE_ARGS = (
-    "--cov=mcp_host_conformance.reference_client",
-    "--cov=mcp_host_conformance.harness",
-    "--cov-context=test",
-    "--cov-report=",
-)
 # A case executing these runs the host in a process of its own: it always runs, unless that
 # process recorded its lines under the case (`Trace.traced_elsewhere`).
 SPAWNING = ("fresh_process.py", "pty_session.py", "official_client.py")
+# Traced: the reference client (the seams) and, of the harness, only the modules where a case
+# starts a process (all of the harness cost each traced run ~2 s more CPU, for lines nothing
+# reads).
+COVERAGE_ARGS = (
+    "--cov=mcp_host_conformance.reference_client",
+    *(f"--cov=mcp_host_conformance.harness.{name.removesuffix('.py')}" for name in SPAWNING),
+    "--cov-context=test",
+    "--cov-report=",
+)
 OUTSIDE = ""  # the coverage context of code run outside any case
 PHASES = ("setup", "run", "teardown")  # pytest-cov's contexts: "NODEID|PHASE"
 # The processes a traced run starts: coverage started by its `.pth` hook, recording under the
