@@ -9,9 +9,19 @@ links them under one name that cannot collide with a host project's own packages
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False  # no `typing` at run time: a stdio mock process imports this package
 if TYPE_CHECKING:
     from typing import Any
+
+# httpx imports its command-line client when click and pygments are installed (they are, in
+# a test environment: click, pygments, then an ImportError for rich), ~13 ms of CPU in every
+# process that imports httpx: the suite's runs and workers, each restarted host, each official
+# OAuth scenario's client command. Nothing here runs that client (its own `httpx` command
+# does, in a process of its own); marked absent, httpx binds its stub instead. Without effect
+# once httpx is imported.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 def __getattr__(name: str) -> Any:

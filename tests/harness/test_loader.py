@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 
@@ -130,3 +131,20 @@ def test_an_unknown_name_is_one_line_with_a_suggestion_and_no_zoo_listing() -> N
 def test_an_unparsable_driver_command_is_a_load_error() -> None:
     with pytest.raises(LoadError, match="cannot parse the driver command"):
         load_adapter(None, "driver 'unclosed")
+
+
+def test_a_restarted_host_s_process_skips_httpx_s_command_line_client():
+    """httpx imports its command-line client (click, pygments) when they are installed, ~13 ms
+    in each process that imports it; the package marks that module absent before httpx loads."""
+    code = (
+        "from mcp_host_conformance.harness.loader import load_adapter\n"
+        "import sys, httpx\n"
+        "load_adapter('reference')\n"
+        "print(sorted(m for m in ('click', 'pygments', 'httpx._main') if sys.modules.get(m)))\n"
+        "print(httpx.AsyncClient.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["[]", "AsyncClient"]
