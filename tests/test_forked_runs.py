@@ -80,22 +80,29 @@ def test_a_run_past_its_bound_is_killed(tmp_path, monkeypatch):
         )
         == 0
     )
-    killed: list[int] = []
+    killed: list[tuple[int, str]] = []  # each pid killed, and its working directory then
     kill = os.kill
-    monkeypatch.setattr(os, "kill", lambda pid, sig: (killed.append(pid), kill(pid, sig))[1])
+
+    def noted(pid: int, sig: int) -> None:
+        killed.append((pid, os.readlink(f"/proc/{pid}/cwd")))
+        kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", noted)
     started = time.monotonic()
     status = forked_runs.run(
         [*argv, "test_slow.py"], tmp_path, dict(os.environ), tmp_path / "out.txt", 3
     )
     assert status is None
     assert time.monotonic() - started < 60
-    assert len(killed) == 1
-    if (tmp_path / "pid").exists():  # the case began before the bound: the run is what died
-        assert int((tmp_path / "pid").read_text()) == killed[0]
+    [(pid, cwd)] = killed
+    # the run's own process: it moved to the run's directory
+    assert cwd == os.path.realpath(tmp_path)
+    if (tmp_path / "pid").exists():  # the case began before the bound: its process died
+        assert int((tmp_path / "pid").read_text()) == pid
     deadline = time.monotonic() + 30
-    while process_state(killed[0]) != "gone" and time.monotonic() < deadline:
+    while process_state(pid) != "gone" and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert process_state(killed[0]) == "gone"  # killed and reaped, not left a zombie
+    assert process_state(pid) == "gone"  # killed and reaped, not left a zombie
 
 
 def test_a_child_that_dies_reports_a_crash(tmp_path):
