@@ -11,9 +11,9 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from mcp_host_conformance.harness.adapter import ServerStatus
-from mcp_host_conformance.harness.hostrun import Running
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.cases.hostrun import Running
+from mcp_host_conformance.harness.contract.adapter import ServerStatus
+from mcp_host_conformance.harness.verdicts.outcomes import check
 
 __all__ = [
     "describe_status",

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     call_outputs,
     exposed_name,
     model_requests,
@@ -26,7 +26,7 @@ from mcp_host_conformance.harness.observe import (
     shows_status,
     stays_quiet,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.journal import JournalTimeout
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool

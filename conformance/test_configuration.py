@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.fresh_process import restarted
-from mcp_host_conformance.harness.observe import stays_quiet
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.cases.observe import stays_quiet
+from mcp_host_conformance.harness.run.fresh_process import restarted
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import Confirmation
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     builtin_tools,
     call_outputs,
     model_requests,
     reply_calls,
 )
-from mcp_host_conformance.harness.outcomes import check, precondition
+from mcp_host_conformance.harness.contract.adapter import Confirmation
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Call, Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

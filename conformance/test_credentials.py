@@ -1,7 +1,7 @@
 """CRED: credentials.
 
 Strategy: every secret the suite configures is a canary
-(`mcp_host_conformance.harness.canaries`), a random value searched raw, URL-encoded,
+(`mcp_host_conformance.harness.cases.canaries`), a random value searched raw, URL-encoded,
 JSON-escaped and base64-encoded, so a leak is found however the client encodes it, and is
 reported by label, never by value. Where a secret goes is read from the mocks' journals
 (each HTTP mock records the headers it received, each stdio mock its whole environment,
@@ -17,7 +17,7 @@ results, JSON-RPC errors and the error that makes a server unavailable.
 CRED-6 (no OAuth flow): the rejecting servers' 401 and 403 carry the MCP authorization
 spec's discovery hint (`WWW-Authenticate: Bearer resource_metadata="URL"`) pointing at a
 live authorization-server mock that would answer every step, at connect and at call time;
-the host is given stand-in browsers (`harness/browser_watch.py`). Neither journal may show
+the host is given stand-in browsers (`harness/oauth/browser_watch.py`). Neither journal may show
 an OAuth step and no browser may be asked to open anything, across a grace period after
 the last rejection.
 """
@@ -35,14 +35,18 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.browser_watch import browser_watch
-from mcp_host_conformance.harness.canaries import CANARY_PREFIX, Canary, Secrets
-from mcp_host_conformance.harness.observe import model_requests, status_text, stays_quiet
-from mcp_host_conformance.harness.outcomes import NOT_APPLICABLE_PREFIX, check, precondition
-from mcp_host_conformance.harness.pty_session import (
+from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Canary, Secrets
+from mcp_host_conformance.harness.cases.observe import model_requests, status_text, stays_quiet
+from mcp_host_conformance.harness.cases.pty_session import (
     fill_template,
     run_in_terminal,
     terminal_environ,
+)
+from mcp_host_conformance.harness.oauth.browser_watch import browser_watch
+from mcp_host_conformance.harness.verdicts.outcomes import (
+    NOT_APPLICABLE_PREFIX,
+    check,
+    precondition,
 )
 from mcp_host_conformance.mocks.authorization_server import AuthorizationServerMock, is_oauth_path
 from mcp_host_conformance.mocks.model_script import Step

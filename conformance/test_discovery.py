@@ -27,9 +27,9 @@ from mcp_host_conformance.conformance.server_status import (
     stdio_destinations,
     tools_line_pattern,
 )
-from mcp_host_conformance.harness.adapter import StdioServer
-from mcp_host_conformance.harness.observe import model_requests, offered_tools_of
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.cases.observe import model_requests, offered_tools_of
+from mcp_host_conformance.harness.contract.adapter import StdioServer
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.barrier import Barrier
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool

@@ -20,13 +20,13 @@ from __future__ import annotations
 import pytest
 
 from mcp_host_conformance.conformance.server_status import expect_available, expect_unavailable
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     model_requests,
     offered_function,
     offered_functions,
     offered_tools_of,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.named import (
     bad_schema_spec,

@@ -25,15 +25,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.fresh_process import restarted
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     builtin_tools,
     mcp_functions,
     model_requests,
     offered_for,
     offered_function,
 )
-from mcp_host_conformance.harness.outcomes import check, not_observable
+from mcp_host_conformance.harness.run.fresh_process import restarted
+from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

@@ -30,16 +30,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from mcp_host_conformance.harness.outcomes import (
+from mcp_host_conformance.harness.cases.pty_session import (
+    fill_template,
+    run_in_terminal,
+    terminal_environ,
+)
+from mcp_host_conformance.harness.verdicts.outcomes import (
     NOT_APPLICABLE_PREFIX,
     PreconditionFailure,
     check,
     precondition,
-)
-from mcp_host_conformance.harness.pty_session import (
-    fill_template,
-    run_in_terminal,
-    terminal_environ,
 )
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import HttpServer
-from mcp_host_conformance.harness.observe import status_text
-from mcp_host_conformance.harness.outcomes import check, not_observable, precondition
-from mcp_host_conformance.harness.remote import RemoteListener
-from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.cases.observe import status_text
+from mcp_host_conformance.harness.cases.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.contract.adapter import HttpServer
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener
+from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable, precondition
 from mcp_host_conformance.mocks.http_server import HttpMock
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, ServerSpec, Tool

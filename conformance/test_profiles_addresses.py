@@ -23,11 +23,11 @@ import secrets
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import HttpServer
-from mcp_host_conformance.harness.observe import stays_quiet
-from mcp_host_conformance.harness.outcomes import check, not_observable
-from mcp_host_conformance.harness.remote import RemoteListener
-from mcp_host_conformance.harness.sandbox import NAMES
+from mcp_host_conformance.harness.cases.observe import stays_quiet
+from mcp_host_conformance.harness.contract.adapter import HttpServer
+from mcp_host_conformance.harness.sandbox.network import NAMES
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener
+from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 
 pytestmark = pytest.mark.profile("private-address-refusal")
 

@@ -16,9 +16,9 @@ import json
 
 import pytest
 
-from mcp_host_conformance.harness.observe import call_outputs, output_text, stated_status
-from mcp_host_conformance.harness.outcomes import check, precondition
-from mcp_host_conformance.harness.profile_support import call_arguments
+from mcp_host_conformance.harness.cases.observe import call_outputs, output_text, stated_status
+from mcp_host_conformance.harness.cases.profile_support import call_arguments
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_host_conformance.harness.injection_corpus import SEED, corpus
-from mcp_host_conformance.harness.outcomes import check, precondition
-from mcp_host_conformance.harness.profile_support import reviewed
+from mcp_host_conformance.harness.cases.injection_corpus import SEED, corpus
+from mcp_host_conformance.harness.cases.profile_support import reviewed
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
 pytestmark = pytest.mark.profile("instruction-flagging")

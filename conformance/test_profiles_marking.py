@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     call_outputs,
     function_call_outputs,
     last_request,
 )
-from mcp_host_conformance.harness.outcomes import check, precondition
-from mcp_host_conformance.harness.profile_support import untrusted_marking
+from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.named import CANARY_B64
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool

@@ -28,11 +28,11 @@ import sys
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import HttpServer
-from mcp_host_conformance.harness.oauth_server import OAuthServer
-from mcp_host_conformance.harness.observe import status_text
-from mcp_host_conformance.harness.official_client import SCENARIOS, framework, run_scenario
-from mcp_host_conformance.harness.outcomes import check, not_observable, precondition
+from mcp_host_conformance.harness.cases.observe import status_text
+from mcp_host_conformance.harness.contract.adapter import HttpServer
+from mcp_host_conformance.harness.oauth.official_client import SCENARIOS, framework, run_scenario
+from mcp_host_conformance.harness.oauth.server import OAuthServer
+from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
@@ -84,7 +84,7 @@ def test_official_auth_scenario(scenario, request, case, timeouts):
     )
 
 
-BROWSER = shlex.join([sys.executable, "-m", "mcp_host_conformance.harness.oauth_browser"])
+BROWSER = shlex.join([sys.executable, "-m", "mcp_host_conformance.harness.oauth.browser"])
 
 
 @pytest.mark.requirements("OAUTH-1")

@@ -15,9 +15,9 @@ import copy
 
 import pytest
 
-from mcp_host_conformance.harness.observe import builtin_tools, model_requests
-from mcp_host_conformance.harness.outcomes import check
-from mcp_host_conformance.harness.profile_support import called_tools, calls_of, reviewed
+from mcp_host_conformance.harness.cases.observe import builtin_tools, model_requests
+from mcp_host_conformance.harness.cases.profile_support import called_tools, calls_of, reviewed
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import HttpServer
-from mcp_host_conformance.harness.outcomes import check
-from mcp_host_conformance.harness.remote import RemoteListener
+from mcp_host_conformance.harness.contract.adapter import HttpServer
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.named import (
     KIB,
     definitions_spec,

@@ -33,13 +33,13 @@ from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     model_requests,
     output_text,
     reply_calls,
     stated_status,
 )
-from mcp_host_conformance.harness.outcomes import check, precondition
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.observe import model_requests, stays_quiet, user_texts
-from mcp_host_conformance.harness.outcomes import check, precondition
+from mcp_host_conformance.harness.cases.observe import model_requests, stays_quiet, user_texts
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 

@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     function_call_outputs,
     function_calls,
     model_requests,
     offered_function,
     status_text,
 )
-from mcp_host_conformance.harness.outcomes import check, precondition
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 

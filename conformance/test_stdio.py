@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.observe import model_requests, offered_function, status_text
-from mcp_host_conformance.harness.orphans import handed_to_us, reap_if_ours
-from mcp_host_conformance.harness.outcomes import check, precondition
-from mcp_host_conformance.harness.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.cases.observe import model_requests, offered_function, status_text
+from mcp_host_conformance.harness.cases.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.run.orphans import handed_to_us, reap_if_ours
+from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.journal import JournalTimeout
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.stdio_server import SCRIPT, process_state

@@ -19,13 +19,13 @@ import json
 
 import pytest
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     call_outputs,
     model_requests,
     output_text,
     reply_calls,
 )
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 

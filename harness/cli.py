@@ -3,9 +3,9 @@
 Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
 `pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
 in-process (no second interpreter start); the cases run in worker processes forked from it
-after collection (harness/workers.py; twice the CPUs by default since they mostly wait;
+after collection (harness/run/workers.py; twice the CPUs by default since they mostly wait;
 `--serial` for one at a time); the table, the JSON report, the baseline and the exit status
-all come from `mcp_host_conformance.harness.reporting`, so the command and a plain pytest
+all come from `mcp_host_conformance.harness.reports.reporting`, so the command and a plain pytest
 invocation behave the same. `requirements` collects the same package (collect only) and reads each
 case's `requirements` marker, so the coverage it shows is the one a run would have.
 `baseline` writes an expected-failures file from a JSON report. Building the pytest
@@ -28,12 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mcp_host_conformance.harness.baseline import baseline_from_report
-from mcp_host_conformance.harness.items import case_id, requirement_ids
-from mcp_host_conformance.harness.loader import LoadError, zoo_clients
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
-from mcp_host_conformance.harness.safe_text import visible
-from mcp_host_conformance.harness.sandbox import (
+from mcp_host_conformance.harness.cases.items import case_id, requirement_ids
+from mcp_host_conformance.harness.run.loader import LoadError, zoo_clients
+from mcp_host_conformance.harness.sandbox.network import (
     HOST,
     ISOLATED,
     REASON_ENV,
@@ -41,6 +38,9 @@ from mcp_host_conformance.harness.sandbox import (
     seal,
     serve_dns,
 )
+from mcp_host_conformance.harness.verdicts.baseline import baseline_from_report
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.verdicts.safe_text import visible
 
 __all__ = [
     "broken_clients_for",
@@ -59,7 +59,7 @@ NETWORK_AUTO = "auto"
 # project's own, or respx's, installed with this package: 0.3 s of CPU each process) would
 # start with every worker and could change how cases run. More can be named after `--`
 # (`-p NAME`).
-SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin")
+SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin.hooks", "_hypothesis_pytestplugin")
 # Workers of a default run: the cases mostly wait, so twice the CPUs overlap the waits; more
 # than 8 only adds hosts and mocks competing for the same cores.
 MIN_WORKERS = 2
@@ -155,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_workers,
         metavar="N",
         help="run the cases in N worker processes at once (forked from the run after "
-        "collection, harness/workers.py); default "
+        "collection, harness/run/workers.py); default "
         f"{default_workers()} here (twice the CPUs, {MIN_WORKERS} to {MAX_WORKERS}): cases "
         "mostly wait on timeouts and mocks, so more workers than cores overlap the waiting; "
         "0 runs them one at a time in this process",
@@ -245,7 +245,7 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
 
 def plugin_args() -> list[str]:
     """pytest arguments loading only the suite's plugins (workers are the suite's own,
-    harness/workers.py: no pytest-xdist)."""
+    harness/run/workers.py: no pytest-xdist)."""
     return ["--disable-plugin-autoload", *(a for p in SUITE_PLUGINS for a in ("-p", p))]
 
 
@@ -302,7 +302,7 @@ def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> in
 
 
 def _sealed(options: argparse.Namespace, command: Sequence[str]) -> int:
-    from mcp_host_conformance.harness import sandbox
+    from mcp_host_conformance.harness.sandbox import network as sandbox
 
     if not command:
         sys.stderr.write("mcp-host-conformance sealed: give the command after `--`\n")

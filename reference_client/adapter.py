@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -201,7 +201,7 @@ class _BridgeUI:
 
 
 class ReferenceSession:
-    """A running reference host (`mcp_host_conformance.harness.adapter.ClientSession`)."""
+    """A running reference host (`mcp_host_conformance.harness.contract.adapter.ClientSession`)."""
 
     def __init__(self, options: StartOptions) -> None:
         self.options = options
@@ -310,7 +310,7 @@ class ReferenceSession:
 
 
 class ReferenceAdapter:
-    """`mcp_host_conformance.harness.adapter.Adapter` for the reference host."""
+    """`mcp_host_conformance.harness.contract.adapter.Adapter` for the reference host."""
 
     def describe(self) -> Description:
         return Description(
@@ -395,6 +395,6 @@ class ReferenceProfilesAdapter(ReferenceAdapter):
 def driver_main(profiles: bool = False) -> int:
     """`mcp-reference-host driver [--profiles]`: serve this adapter (with every optional
     profile switched on, with --profiles) over the driver protocol (stdio)."""
-    from mcp_host_conformance.harness.driver_server import serve
+    from mcp_host_conformance.harness.contract.driver_server import serve
 
     return serve(ReferenceProfilesAdapter() if profiles else ReferenceAdapter())

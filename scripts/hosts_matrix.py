@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "docs" / "hosts"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
 
 _ORDER = {rid: index for index, rid in enumerate(REQUIREMENTS)}
 

@@ -58,12 +58,12 @@ PRELOAD = (
     "anyio",
     "h11",
     "certifi",
-    "mcp_host_conformance.harness.hostrun",
-    "mcp_host_conformance.harness.fixtures",
-    "mcp_host_conformance.harness.fresh_process",
-    "mcp_host_conformance.harness.loader",
-    "mcp_host_conformance.harness.mock_contract",
-    "mcp_host_conformance.harness.sandbox",
+    "mcp_host_conformance.harness.cases.hostrun",
+    "mcp_host_conformance.harness.plugin.fixtures",
+    "mcp_host_conformance.harness.run.fresh_process",
+    "mcp_host_conformance.harness.run.loader",
+    "mcp_host_conformance.harness.cases.mock_contract",
+    "mcp_host_conformance.harness.sandbox.network",
     "mcp_host_conformance.mocks.http_server",
     "mcp_host_conformance.mocks.stdio_server",
 )
@@ -77,7 +77,7 @@ PRELOAD = (
 #   that order; a fork server that had imported the reference client made six broken
 #   clients of `discovery.discover` pass (the engine kept the original).
 NOT_PRELOADED = (
-    "mcp_host_conformance.harness.plugin",
+    "mcp_host_conformance.harness.plugin.hooks",
     "_hypothesis_pytestplugin",
     "mcp_host_conformance.conformance.",
     "mcp_host_conformance.reference_client",
@@ -206,7 +206,7 @@ def _child(conn: socket.socket) -> None:
         sys.path[0] = request["cwd"]  # as `python -m pytest` started there would have it
         os.environ.clear()
         os.environ.update(request["env"])
-        from mcp_host_conformance.harness.sandbox import seal, serve_dns
+        from mcp_host_conformance.harness.sandbox.network import seal, serve_dns
 
         seal()
         serve_dns()

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_host_conformance.harness import sandbox
+from mcp_host_conformance.harness.sandbox import network as sandbox
 from mcp_host_conformance.mocks.stdio_server import process_state
 from tests import forked_runs
 
@@ -23,7 +23,7 @@ def test_sees_its_own_world():
         "only_here": os.environ.get("FORKED_ONLY_HERE"),
         "only_caller": os.environ.get("FORKED_ONLY_CALLER"),
         "network": __import__(
-            "mcp_host_conformance.harness.sandbox", fromlist=["observe"]
+            "mcp_host_conformance.harness.sandbox.network", fromlist=["observe"]
         ).observe(probe_dns=False).mode,
         "stdin": os.readlink("/proc/self/fd/0"),
     }))

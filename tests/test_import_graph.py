@@ -1,6 +1,7 @@
-"""The package's import graph: no cycle between modules, and the dependency direction of
+"""The package's import graph: no cycle between modules, the dependency direction of
 docs/architecture.md (`conformance -> harness -> mocks`; `reference_client` stands alone,
-only its adapter module imports the harness).
+only its adapter module imports the harness), and inside the harness the order of its rooms
+(`harness/__init__.py`): a lower room never imports a higher one.
 
 Strategy: every module of the installed package (`harness`, `mocks`, `conformance`,
 `reference_client`, `zoo`) is parsed, not imported, and every import statement counts,
@@ -17,11 +18,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import mcp_host_conformance
+from mcp_host_conformance import PARTS as FOLDERS
 
 ROOT = "mcp_host_conformance"
-PACKAGE_DIR = Path(mcp_host_conformance.__file__).parent
-PARTS = ("harness", "mocks", "conformance", "reference_client", "zoo")
+REPOSITORY = Path(__file__).resolve().parents[1]
+PARTS = tuple(FOLDERS)
 
 # Which part may import which (besides itself). Whatever is not listed is forbidden.
 ALLOWED: dict[str, set[str]] = {
@@ -33,16 +34,20 @@ ALLOWED: dict[str, set[str]] = {
 }
 BRIDGE = f"{ROOT}.reference_client.adapter"  # the one module of the host that knows harness
 
-# Cycles being removed by another change (a pair of modules each), with why they are here.
+# The harness's rooms from the bottom up (harness/__init__.py says what each owns); a module
+# directly in harness/ (the command) sits above them all.
+ROOMS = ("contract", "verdicts", "sandbox", "cases", "run", "reports", "oauth", "plugin")
+TOP = len(ROOMS)
 
 
 def _modules() -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for part in PARTS:
-        base = PACKAGE_DIR / part
+    for part, folder in FOLDERS.items():
+        base = REPOSITORY / folder
         for path in sorted(base.rglob("*.py")):
-            relative = path.relative_to(PACKAGE_DIR).with_suffix("")
-            names = list(relative.parts)
+            if "node_modules" in path.parts:
+                continue
+            names = [part, *path.relative_to(base).with_suffix("").parts]
             if names[-1] == "__init__":
                 names = names[:-1]
             found[".".join([ROOT, *names])] = path
@@ -172,3 +177,61 @@ def test_the_detector_sees_lazy_imports_and_cycles() -> None:
     assert imports and imports[0].module == "mcp_host_conformance.harness"
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _room(module: str) -> int | None:
+    """The rank of a harness module's room (ROOMS), TOP for a module directly in harness/,
+    None outside the harness."""
+    names = module.split(".")
+    if names[1] != "harness":
+        return None
+    if len(names) > 3 or (len(names) == 3 and names[2] in ROOMS):
+        return ROOMS.index(names[2]) if names[2] in ROOMS else TOP
+    return TOP
+
+
+def _wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, targets in sorted(graph.items()):
+        part = _part(module)
+        for target in sorted(targets):
+            other = _part(target)
+            if other != part and other not in ALLOWED[part] and module != BRIDGE:
+                problems.append(f"{module} -> {target} ({part} may not import {other})")
+            low, high = _room(module), _room(target)
+            if low is not None and high is not None and high > low:
+                problems.append(
+                    f"{module} -> {target} (room {ROOMS[low] if low < TOP else 'harness'} "
+                    f"is below {ROOMS[high] if high < TOP else 'harness'})"
+                )
+    return problems
+
+
+def test_every_harness_module_is_in_a_room() -> None:
+    for module, path in MODULES.items():
+        names = module.split(".")
+        if names[1] == "harness" and len(names) == 3 and names[2] not in ROOMS:
+            assert names[2] in {"cli", "data"}, f"{path} is in no room of harness/__init__.py"
+    rooms = {m.split(".")[2] for m in MODULES if m.count(".") >= 3 and ".harness." in m}
+    assert rooms == set(ROOMS)
+
+
+def test_imports_go_down_between_parts_and_between_rooms() -> None:
+    problems = _wrong_way(GRAPH)
+    assert not problems, "imports in the wrong direction:\n" + "\n".join(problems)
+
+
+def test_a_planted_wrong_way_import_is_seen() -> None:
+    # The outcomes (verdicts) importing the plugin, a room far above; and the mocks importing
+    # the harness: both must be reported, with the graph otherwise as it is.
+    planted = {m: set(t) for m, t in GRAPH.items()}
+    planted[f"{ROOT}.harness.verdicts.outcomes"].add(f"{ROOT}.harness.plugin")
+    planted[f"{ROOT}.mocks.journal"].add(f"{ROOT}.harness.cases.observe")
+    planted[f"{ROOT}.harness.contract.adapter"].add(f"{ROOT}.harness.cli")
+    problems = _wrong_way(planted)
+    assert any(
+        "verdicts.outcomes -> " in p and "room verdicts is below plugin" in p for p in problems
+    )
+    assert any("mocks.journal -> " in p and "mocks may not import harness" in p for p in problems)
+    assert any("contract.adapter -> " in p and "below harness" in p for p in problems)
+    assert len(problems) == 3 + len(_wrong_way(GRAPH))

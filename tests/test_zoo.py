@@ -52,10 +52,12 @@ import pytest
 
 import mcp_host_conformance.zoo
 from mcp_host_conformance import conformance as suite
-from mcp_host_conformance.harness import cli, fresh_process, reporting
-from mcp_host_conformance.harness.client_under_test import one_line
-from mcp_host_conformance.harness.loader import resolve_client
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness import cli
+from mcp_host_conformance.harness.reports import reporting
+from mcp_host_conformance.harness.run import fresh_process
+from mcp_host_conformance.harness.run.client_under_test import one_line
+from mcp_host_conformance.harness.run.loader import resolve_client
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
 from mcp_host_conformance.reference_client import adapter as reference_adapter
 from mcp_host_conformance.zoo import BrokenClient
 from mcp_host_conformance.zoo.selection import CASES_ENV
@@ -479,7 +481,7 @@ def run_suite(
         output = log.read_text(errors="replace") if log.exists() else ""
     else:
         # sealed like `mcp-host-conformance run` (NET-1's remote-host case needs it)
-        sandbox = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--"]
+        sandbox = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox.network", "--"]
         try:
             done = subprocess.run(
                 [*sandbox, sys.executable, "-m", "pytest", *argv],

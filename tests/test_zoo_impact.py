@@ -100,7 +100,7 @@ def test_cases_that_start_the_host_in_another_process_always_run():
 def test_a_case_served_by_a_restarted_host_an_earlier_case_started_always_runs():
     """Its process's lines are credited to the case that started it: even a case whose own
     process was traced (so not selected as spawning) runs."""
-    from mcp_host_conformance.harness import fresh_process
+    from mcp_host_conformance.harness.run import fresh_process
 
     path, body = _function_lines(fresh_process.reused)
     later = "test_d.py::test_reopen"
@@ -111,13 +111,13 @@ def test_a_case_served_by_a_restarted_host_an_earlier_case_started_always_runs()
 
 
 def test_the_shared_restarted_host_starts_once_and_a_per_case_one_when_asked(monkeypatch):
-    from mcp_host_conformance.harness import driver, fresh_process
+    from mcp_host_conformance.harness.run import driver, fresh_process
 
     started = []
     monkeypatch.setattr(driver, "DriverAdapter", lambda command, **_: started.append(command))
     monkeypatch.setattr(fresh_process, "fresh_process_command", lambda config: "cmd")
     monkeypatch.setattr(
-        "mcp_host_conformance.harness.client_under_test.timeout_scale", lambda config: 1.0
+        "mcp_host_conformance.harness.run.client_under_test.timeout_scale", lambda config: 1.0
     )
     store: list = []
     fresh_process.shared(None, store)

@@ -57,7 +57,7 @@ from functools import cache
 from pathlib import Path
 from unittest import mock
 
-from mcp_host_conformance.harness import fresh_process
+from mcp_host_conformance.harness.run import fresh_process
 from mcp_host_conformance.zoo import BrokenClient, recording, remote_recording
 from mcp_host_conformance.zoo.client import Seam
 from mcp_host_conformance.zoo.recording import RECORD_ENV, Records, guard_key, zoo_pure_targets

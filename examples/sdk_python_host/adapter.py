@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -124,7 +124,7 @@ class Session:
 
 
 class Adapter:
-    """`mcp_host_conformance.harness.adapter.Adapter` for the SDK example host."""
+    """`mcp_host_conformance.harness.contract.adapter.Adapter` for the SDK example host."""
 
     def describe(self) -> Description:
         return Description(name="sdk-python-host", version=f"mcp {metadata.version('mcp')}")

@@ -1,5 +1,5 @@
 // The official conformance framework's CLI, run once per request in one long-lived Node
-// process (harness/official_client.py's `_Runner`).
+// process (harness/oauth/official_client.py's `_Runner`).
 //
 // Why: a start of the CLI costs ~0.8 s of CPU, nearly all of it loading its dependencies
 // (undici, express, zod, jose, octokit...), and the auth scenarios start it ~20 times a run.

@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     CallResult,
     Confirmation,
     Description,
@@ -20,7 +20,7 @@ from mcp_host_conformance.harness.adapter import (
     Stopped,
     Turn,
 )
-from mcp_host_conformance.harness.driver_server import serve
+from mcp_host_conformance.harness.contract.driver_server import serve
 
 
 class FakeSession:

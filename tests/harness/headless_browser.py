@@ -62,7 +62,7 @@ class HeadlessBrowser:
         ]
         if os.geteuid() == 0:
             flags.insert(0, "--no-sandbox")  # Chromium refuses its own sandbox as root
-        sealed = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox", "--"]
+        sealed = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox.network", "--"]
         to_browser, self._write = os.pipe()
         self._read, from_browser = os.pipe()
 

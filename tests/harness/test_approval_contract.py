@@ -3,8 +3,8 @@ the driver protocol too, and an older driver that sends neither still decodes.""
 
 from __future__ import annotations
 
-from mcp_host_conformance.harness.adapter import Confirmation
-from mcp_host_conformance.harness.driver_wire import decode, encode
+from mcp_host_conformance.harness.contract.adapter import Confirmation
+from mcp_host_conformance.harness.contract.driver_wire import decode, encode
 
 MENU = Confirmation(
     server="docs",

@@ -2,15 +2,15 @@
 
 import pytest
 
-from mcp_host_conformance.harness.baseline import (
+from mcp_host_conformance.harness.verdicts.baseline import (
     BaselineError,
     CaseRecord,
     audit,
     load_baseline,
     parse_baseline,
 )
-from mcp_host_conformance.harness.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
-from mcp_host_conformance.harness.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.verdicts.outcomes import EXPECTED_FAILURE, NOT_APPLICABLE, PASSED
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
 
 
 def test_parse_ignores_comments_and_blank_lines():
@@ -49,7 +49,7 @@ def test_audit_finds_stale_and_unknown_entries():
 
 
 def test_a_huge_file_is_refused_without_reading_it_all(tmp_path):
-    from mcp_host_conformance.harness.baseline import MAX_BASELINE
+    from mcp_host_conformance.harness.verdicts.baseline import MAX_BASELINE
 
     path = tmp_path / "huge.txt"
     path.write_bytes(b"APR-2\n" * (MAX_BASELINE // 6 + 10))
@@ -58,7 +58,7 @@ def test_a_huge_file_is_refused_without_reading_it_all(tmp_path):
 
 
 def test_a_deselected_case_is_neither_stale_nor_unknown():
-    from mcp_host_conformance.harness.baseline import DESELECTED
+    from mcp_host_conformance.harness.verdicts.baseline import DESELECTED
 
     baseline = parse_baseline("approval::test_x\nAPR-3\n")
     cases = [

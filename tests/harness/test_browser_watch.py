@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from mcp_host_conformance.harness.browser_watch import (
+from mcp_host_conformance.harness.oauth.browser_watch import (
     BROWSER_COMMANDS,
     BrowserWatch,
     browser_watch,

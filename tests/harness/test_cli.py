@@ -114,7 +114,7 @@ def test_a_run_loads_only_the_suites_plugins():
     args = cli.plugin_args()
     assert args[0] == "--disable-plugin-autoload"
     assert args[1::2] == ["-p", "-p"]
-    assert args[2::2] == ["mcp_host_conformance.harness.plugin", "_hypothesis_pytestplugin"]
+    assert args[2::2] == ["mcp_host_conformance.harness.plugin.hooks", "_hypothesis_pytestplugin"]
 
 
 def test_default_workers_overlap_waiting_cases_within_bounds(monkeypatch):
@@ -287,7 +287,7 @@ def test_baseline_from_a_report_lists_what_failed_sorted(tmp_path, capsys):
 
 
 def test_a_baseline_written_by_the_command_is_read_back(tmp_path):
-    from mcp_host_conformance.harness.baseline import load_baseline
+    from mcp_host_conformance.harness.verdicts.baseline import load_baseline
 
     report = tmp_path / "report.json"
     report.write_text(json.dumps(REPORT))

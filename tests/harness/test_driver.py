@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Adapter,
     AdapterError,
     CallResult,
@@ -22,8 +22,7 @@ from mcp_host_conformance.harness.adapter import (
     StdioServer,
     Turn,
 )
-from mcp_host_conformance.harness.driver import DriverAdapter
-from mcp_host_conformance.harness.driver_wire import (
+from mcp_host_conformance.harness.contract.driver_wire import (
     PROTOCOL,
     WireError,
     decode,
@@ -31,6 +30,7 @@ from mcp_host_conformance.harness.driver_wire import (
     encode,
     encode_server,
 )
+from mcp_host_conformance.harness.run.driver import DriverAdapter
 
 FAKE = Path(__file__).with_name("fake_driver.py")
 REPO = Path(__file__).resolve().parents[2]

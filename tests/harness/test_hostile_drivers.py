@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import AdapterError
-from mcp_host_conformance.harness.driver import DriverAdapter, HandshakeError
+from mcp_host_conformance.harness.contract.adapter import AdapterError
+from mcp_host_conformance.harness.run.driver import DriverAdapter, HandshakeError
 from mcp_host_conformance.mocks.stdio_server import pid_alive
 
 HOSTILE = Path(__file__).with_name("hostile_driver.py")
@@ -151,8 +151,8 @@ def test_an_unanswered_call_spends_its_whole_bound_however_late_its_wait_begins(
     bound already used up. The call still spends the whole bound of the run's budget, not
     the (near zero) wall time its wait took: else two unanswered calls could fall short of a
     two-call budget and a third would be waited for again."""
-    from mcp_host_conformance.harness import driver as driver_module
-    from mcp_host_conformance.harness.jsonrpc import Pending
+    from mcp_host_conformance.harness.contract.jsonrpc import Pending
+    from mcp_host_conformance.harness.run import driver as driver_module
 
     class Silent:  # the driver process: it never answers, the harness fails the call
         def reason(self, text):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.jsonrpc import (
+from mcp_host_conformance.harness.contract.jsonrpc import (
     BUSY,
     MAX_LINE,
     METHOD_NOT_FOUND,

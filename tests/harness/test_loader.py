@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-from mcp_host_conformance.harness import loader
-from mcp_host_conformance.harness.adapter import Description
-from mcp_host_conformance.harness.loader import LoadError, load_adapter
+from mcp_host_conformance.harness.contract.adapter import Description
+from mcp_host_conformance.harness.run import loader
+from mcp_host_conformance.harness.run.loader import LoadError, load_adapter
 
 
 class GoodAdapter:
@@ -106,7 +106,7 @@ def test_reference_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_cmd_gives_the_driver_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
-    driver = types.ModuleType("mcp_host_conformance.harness.driver")
+    driver = types.ModuleType("mcp_host_conformance.harness.run.driver")
 
     class DriverAdapter:
         def __init__(self, command: str, *, timeout_scale: float = 1.0) -> None:
@@ -114,7 +114,7 @@ def test_client_cmd_gives_the_driver_adapter(monkeypatch: pytest.MonkeyPatch) ->
             self.timeout_scale = timeout_scale
 
     driver.DriverAdapter = DriverAdapter
-    monkeypatch.setitem(sys.modules, "mcp_host_conformance.harness.driver", driver)
+    monkeypatch.setitem(sys.modules, "mcp_host_conformance.harness.run.driver", driver)
     assert load_adapter(None, "./my-driver --flag").command == "./my-driver --flag"
     assert load_adapter(environ={loader.CLIENT_CMD_ENV: "./d"}).command == "./d"
     assert load_adapter(None, "./d", timeout_scale=3).timeout_scale == 3
@@ -137,7 +137,7 @@ def test_a_restarted_host_s_process_skips_httpx_s_command_line_client():
     """httpx imports its command-line client (click, pygments) when they are installed, ~13 ms
     in each process that imports it; the package marks that module absent before httpx loads."""
     code = (
-        "from mcp_host_conformance.harness.loader import load_adapter\n"
+        "from mcp_host_conformance.harness.run.loader import load_adapter\n"
         "import sys, httpx\n"
         "load_adapter('reference')\n"
         "print(sorted(m for m in ('click', 'pygments', 'httpx._main') if sys.modules.get(m)))\n"

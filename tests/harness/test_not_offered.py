@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_host_conformance.harness.adapter import Turn
-from mcp_host_conformance.harness.hostrun import Host, Running, Timeouts
-from mcp_host_conformance.harness.outcomes import ConformanceFailure, PreconditionFailure
+from mcp_host_conformance.harness.cases.hostrun import Host, Running, Timeouts
+from mcp_host_conformance.harness.contract.adapter import Turn
+from mcp_host_conformance.harness.verdicts.outcomes import ConformanceFailure, PreconditionFailure
 from mcp_host_conformance.mocks.http_server import HttpMock
 from mcp_host_conformance.mocks.responses import MockResponses, Step
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool

@@ -1,4 +1,4 @@
-"""The readers of tool outputs in `mcp_host_conformance.harness.observe`,
+"""The readers of tool outputs in `mcp_host_conformance.harness.cases.observe`,
 against a live mock model service."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from mcp_host_conformance.harness.observe import (
+from mcp_host_conformance.harness.cases.observe import (
     call_outputs,
     output_text,
     paired_outputs,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness import official_client
-from mcp_host_conformance.harness.official_client import _Runner
+from mcp_host_conformance.harness.oauth import official_client
+from mcp_host_conformance.harness.oauth.official_client import _Runner
 from mcp_host_conformance.mocks.stdio_server import process_state
 
 # What the stand-in does is named by its first argument, as the framework's subcommands are.

@@ -1,6 +1,6 @@
 import pytest
 
-from mcp_host_conformance.harness.outcomes import (
+from mcp_host_conformance.harness.verdicts.outcomes import (
     EXPECTED_FAILURE,
     FAILED,
     INFO,

@@ -12,7 +12,7 @@ pytest_plugins = ["pytester"]
 FAKE_CLIENT = textwrap.dedent(
     """
     import threading
-    from mcp_host_conformance.harness.adapter import (
+    from mcp_host_conformance.harness.contract.adapter import (
         CallResult, Confirmation, Description, ServerStatus, Shown, Stopped, Turn,
     )
 
@@ -101,7 +101,7 @@ def sandbox(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _case(pytester: pytest.Pytester, body: str) -> None:
     (pytester.path / "conformance" / "test_case.py").write_text(
-        "import pytest\nfrom mcp_host_conformance.harness.outcomes import check\n\n"
+        "import pytest\nfrom mcp_host_conformance.harness.verdicts.outcomes import check\n\n"
         + textwrap.dedent(body)
     )
 
@@ -196,8 +196,8 @@ def test_a_server_a_verified_add_host_refuses_makes_a_case_not_applicable(
     _case(
         sandbox,
         """
-        from mcp_host_conformance.harness.adapter import HttpServer
-        from mcp_host_conformance.harness.hostrun import RefusedAtAdd
+        from mcp_host_conformance.harness.contract.adapter import HttpServer
+        from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd
 
         def refusing(adapter):
             def add_server(home, server):
@@ -269,7 +269,7 @@ def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
     _case(
         sandbox,
         """
-        from mcp_host_conformance.harness.adapter import HttpServer
+        from mcp_host_conformance.harness.contract.adapter import HttpServer
 
         @pytest.mark.requirements("APR-4")
         def test_flow(host, secrets, timeouts, home, project):
@@ -417,7 +417,7 @@ def test_restarted_hosts_are_shared_by_the_run_or_one_per_case(
     """`restarted_host()` drives the client from one process the run's cases share, or (with
     MCP_HOST_CONFORMANCE_RESTART_PER_CASE, the self-test's traced runs) from one of each
     case's own, ended with the case."""
-    from mcp_host_conformance.harness import fresh_process
+    from mcp_host_conformance.harness.run import fresh_process
 
     monkeypatch.setenv("PYTHONPATH", str(sandbox.path))  # the restarted host imports the fake
     monkeypatch.setenv(fresh_process.PER_CASE_ENV, "1" if per_case else "0")

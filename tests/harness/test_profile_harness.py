@@ -10,10 +10,12 @@ import struct
 
 import pytest
 
-from mcp_host_conformance.harness import dns_stub, injection_corpus, oauth_browser
-from mcp_host_conformance.harness.official_client import SCENARIOS, checks_problem
-from mcp_host_conformance.harness.profile_support import untrusted_marking
-from mcp_host_conformance.harness.requirements import REQUIREMENTS, replaced_for
+from mcp_host_conformance.harness.cases import injection_corpus
+from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
+from mcp_host_conformance.harness.oauth import browser as oauth_browser
+from mcp_host_conformance.harness.oauth.official_client import SCENARIOS, checks_problem
+from mcp_host_conformance.harness.sandbox import dns_stub
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, replaced_for
 
 
 def _query(name: str, qtype: int = 1, ident: int = 7) -> bytes:

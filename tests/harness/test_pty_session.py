@@ -1,4 +1,4 @@
-"""mcp_host_conformance.harness.pty_session: a command in a pseudo-terminal,
+"""mcp_host_conformance.harness.cases.pty_session: a command in a pseudo-terminal,
 typed into at its prompt (CRED-5)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from mcp_host_conformance.harness.pty_session import (
+from mcp_host_conformance.harness.cases.pty_session import (
     fill_template,
     run_in_terminal,
     terminal_environ,

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from mcp_host_conformance.harness.report_html import render_html
-from mcp_host_conformance.harness.reporting import CaseResult, build_report
+from mcp_host_conformance.harness.reports.html import render_html
+from mcp_host_conformance.harness.reports.reporting import CaseResult, build_report
 from tests.harness import headless_browser
 
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'

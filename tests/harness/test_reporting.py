@@ -1,13 +1,13 @@
 """The reporting hooks, run through pytester with a stand-in for the plugin's options.
 
-The real plugin (mcp_host_conformance.harness.plugin) is switched off here so these tests
+The real plugin (mcp_host_conformance.harness.plugin.hooks) is switched off here so these tests
 do not load a client."""
 
 import json
 
 import pytest
 
-from mcp_host_conformance.harness.reporting import (
+from mcp_host_conformance.harness.reports.reporting import (
     CaseResult,
     build_report,
     render_summary,
@@ -18,8 +18,8 @@ pytest_plugins = ["pytester"]
 
 CONFTEST = """
 import pytest
-from mcp_host_conformance.harness.adapter import Description
-from mcp_host_conformance.harness.reporting import ReportingPlugin
+from mcp_host_conformance.harness.contract.adapter import Description
+from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
@@ -35,8 +35,8 @@ def pytest_configure(config):
 
 CASES = """
 import pytest
-from mcp_host_conformance.harness.adapter import AdapterError
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.contract.adapter import AdapterError
+from mcp_host_conformance.harness.verdicts.outcomes import check
 
 @pytest.mark.requirements("APR-2")
 def test_must_fails():
@@ -125,7 +125,7 @@ def test_terminal_summary_has_client_table_and_failures(pytester):
 
 SHOULD_ONLY = """
 import pytest
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.verdicts.outcomes import check
 
 @pytest.mark.requirements("HARD-1")
 def test_should_fails():
@@ -149,7 +149,7 @@ def test_should_failure_fails_with_strict(pytester):
 
 SETUP_FAILS = """
 import pytest
-from mcp_host_conformance.harness.adapter import AdapterError
+from mcp_host_conformance.harness.contract.adapter import AdapterError
 
 @pytest.fixture
 def host():
@@ -205,7 +205,7 @@ def test_a_run_without_cases_prints_no_conformance_summary(pytester):
 
 BASELINE_CASES = """
 import pytest
-from mcp_host_conformance.harness.outcomes import check
+from mcp_host_conformance.harness.verdicts.outcomes import check
 
 @pytest.mark.requirements("APR-2")
 def test_known_gap():
@@ -304,7 +304,7 @@ def test_rendered_summary_without_client_or_failures():
 
 PARTIAL_CASES = """
 import pytest
-from mcp_host_conformance.harness.outcomes import check, not_observable, precondition
+from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable, precondition
 
 @pytest.mark.requirements("APR-2")
 def test_runs():
@@ -399,7 +399,7 @@ def test_recorded_figures_reach_the_console_and_the_json_without_secrets(pyteste
 SECRET_CASES = """
 import pytest
 from hypothesis import given, settings, strategies as st
-from mcp_host_conformance.harness.canaries import REGISTRY, Secrets
+from mcp_host_conformance.harness.cases.canaries import REGISTRY, Secrets
 
 KEY = "sk-mock-" + "5f" * 16
 REGISTRY.add(KEY, "model API key")

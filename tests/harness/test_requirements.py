@@ -1,6 +1,6 @@
 import pytest
 
-from mcp_host_conformance.harness.requirements import (
+from mcp_host_conformance.harness.verdicts.requirements import (
     AREAS,
     CORE_AREAS,
     REQUIREMENTS,

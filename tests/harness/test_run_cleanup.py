@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness import run_cleanup
-from mcp_host_conformance.harness.run_cleanup import RunResources, case_tmpdir
+from mcp_host_conformance.harness.run import cleanup as run_cleanup
+from mcp_host_conformance.harness.run.cleanup import RunResources, case_tmpdir
 from mcp_host_conformance.mocks.stdio_server import pid_alive
 
 BOUND = 120.0  # seconds for a whole run to come up, or to go down; generous for a loaded CI

@@ -19,17 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness import cli, sandbox
-from mcp_host_conformance.harness.remote import RemoteListener
+from mcp_host_conformance.harness import cli
+from mcp_host_conformance.harness.sandbox import network as sandbox
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener
 from mcp_host_conformance.mocks.stdio_server import process_state
 
-SANDBOX = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox"]
+SANDBOX = [sys.executable, "-m", "mcp_host_conformance.harness.sandbox.network"]
 BOUND = 60  # seconds; generous, a loaded machine
 
 PROBE = textwrap.dedent(
     """
     import errno, json, os, socket, sys
-    from mcp_host_conformance.harness.sandbox import observe
+    from mcp_host_conformance.harness.sandbox.network import observe
 
     def connect(address, port):
         s = socket.socket()
@@ -158,7 +159,7 @@ def test_the_name_server_holds_none_of_the_commands_output_and_ends_with_it(seal
 SLOW_TO_REDIRECT = textwrap.dedent(
     """
     import json, os, socket, time
-    from mcp_host_conformance.harness import dns_stub
+    from mcp_host_conformance.harness.sandbox import dns_stub
     os.setsid = lambda: time.sleep(0.5)  # the child gets to its redirection late
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""harness/workers.py: `--workers N` runs the cases in forked workers and reports as a serial
+"""harness/run/workers.py: `--workers N` runs the cases in forked workers and reports as a serial
 run does; a worker that dies fails its case and is replaced; Ctrl-C tears down and reaps.
 
 Each run is a pytest subprocess (a fork of this test process would be a copy of it) over
@@ -176,7 +176,7 @@ CRASHES = """
         note("ran")
 
     def test_exits():
-        from mcp_host_conformance.harness.run_cleanup import RESOURCES
+        from mcp_host_conformance.harness.run.cleanup import RESOURCES
 
         note(f"root:{RESOURCES.temp_root()}")  # what a case makes there: the parent removes it
         os._exit(7)

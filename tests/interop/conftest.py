@@ -24,7 +24,7 @@ from interop_support import (
     unavailable_reason,
 )
 
-from mcp_host_conformance.harness.adapter import HttpServer, StdioServer
+from mcp_host_conformance.harness.contract.adapter import HttpServer, StdioServer
 from mcp_host_conformance.mocks.responses import MockResponses
 
 

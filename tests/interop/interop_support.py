@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from mcp_host_conformance.harness.adapter import ClientSession, ServerConfig, StartOptions
+from mcp_host_conformance.harness.contract.adapter import ClientSession, ServerConfig, StartOptions
 from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.reference_client.adapter import ReferenceAdapter
 

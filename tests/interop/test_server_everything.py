@@ -26,7 +26,7 @@ from interop_support import (
     running_host,
 )
 
-from mcp_host_conformance.harness.adapter import Confirmation
+from mcp_host_conformance.harness.contract.adapter import Confirmation
 from mcp_host_conformance.mocks.model_script import Step, function_call_outputs
 from mcp_host_conformance.mocks.responses import MockResponses
 from mcp_host_conformance.mocks.stdio_server import pid_alive, pids_in_group

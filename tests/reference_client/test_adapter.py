@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Adapter,
     ClientSession,
     HttpServer,
@@ -164,7 +164,7 @@ def test_stdio_server_through_the_adapter_is_reaped(tmp_path: Path) -> None:
 
 
 def test_add_failure_is_an_adapter_error(tmp_path: Path) -> None:
-    from mcp_host_conformance.harness.adapter import AdapterError
+    from mcp_host_conformance.harness.contract.adapter import AdapterError
 
     with pytest.raises(AdapterError):
         ReferenceAdapter().remove_server(tmp_path, "nothing-here")
@@ -174,7 +174,7 @@ def test_driver_command_serves_the_adapter(tmp_path: Path) -> None:
     import shlex
     import sys
 
-    from mcp_host_conformance.harness.driver import DriverAdapter
+    from mcp_host_conformance.harness.run.driver import DriverAdapter
 
     driver = DriverAdapter(
         f"{shlex.quote(sys.executable)} -m mcp_host_conformance.reference_client driver", timeout=20

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from mcp_host_conformance.harness.adapter import HttpServer, StartOptions
+from mcp_host_conformance.harness.contract.adapter import HttpServer, StartOptions
 from mcp_host_conformance.mocks.http_server import HttpMock
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.responses import MockResponses

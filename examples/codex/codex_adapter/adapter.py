@@ -25,7 +25,7 @@ from typing import Any
 from codex_adapter import codex
 from codex_adapter.appserver import AppServer, AppServerError
 from codex_adapter.menu import approval_menu, chosen_response
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -311,7 +311,8 @@ _TURN_EVENTS = ("item/completed", "turn/completed", "error")
 
 
 class Adapter:
-    """`mcp_host_conformance.harness.adapter.Adapter` for Codex CLI through `codex app-server`."""
+    """`mcp_host_conformance.harness.contract.adapter.Adapter` for Codex CLI through
+    `codex app-server`."""
 
     def describe(self) -> Description:
         return Description(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_host_conformance.harness.adapter import Confirmation
+from mcp_host_conformance.harness.contract.adapter import Confirmation
 
 __all__ = ["APPROVE_ONCE", "CANCEL", "approval_menu", "chosen_response"]
 

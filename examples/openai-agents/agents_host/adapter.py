@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from agents_host import config
 from agents_host.host import Host
-from mcp_host_conformance.harness.adapter import (
+from mcp_host_conformance.harness.contract.adapter import (
     Acknowledger,
     AdapterError,
     Approver,
@@ -124,7 +124,7 @@ class Session:
 
 
 class Adapter:
-    """`mcp_host_conformance.harness.adapter.Adapter` for the Agents SDK host."""
+    """`mcp_host_conformance.harness.contract.adapter.Adapter` for the Agents SDK host."""
 
     def describe(self) -> Description:
         return Description(

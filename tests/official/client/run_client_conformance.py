@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_host_conformance.harness.official_client import checks_problem, run_cli
+from mcp_host_conformance.harness.oauth.official_client import checks_problem, run_cli
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = "@modelcontextprotocol/conformance"
@@ -188,7 +188,7 @@ def run_scenario(
         "--output-dir",
         str(out_dir),
     ]
-    # one Node process runs the framework for every scenario (harness/official_client.py: a
+    # one Node process runs the framework for every scenario (harness/oauth/official_client.py: a
     # start of its CLI is ~0.8 s of CPU); the client command runs here, as it did
     returncode, output = run_cli(
         cli, args, dict(os.environ), Path.cwd(), SCENARIO_TIMEOUT_MS / 1000 + 60

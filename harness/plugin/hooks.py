@@ -1,0 +1,247 @@
+"""The pytest plugin (entry point `pytest11`): options, markers, the client under test.
+
+Strategy: a thin plugin in the style of respx's and anyio's. Options live in one group,
+markers are registered in `pytest_configure` (so `--strict-markers` accepts them), and
+the fixtures live in `mcp_host_conformance.harness.plugin.fixtures`, imported here so
+`pytest --pyargs mcp_host_conformance.conformance` works from any directory. The plugin
+is loaded for every pytest run in an environment where the package is installed, so it
+stays inert unless the run targets the suite (a `--client`/`--client-cmd` option, or the
+conformance package among the arguments) or a conformance case is collected. Then, before
+any case runs, the client is loaded and described once
+(`mcp_host_conformance.harness.run.client_under_test`): a client that cannot be loaded, a
+driver that fails its handshake, a client that cannot describe itself end the run with
+one line. The reporting side (outcomes, tables, JSON, baseline, exit status) is
+`mcp_host_conformance.harness.reports.reporting.ReportingPlugin`, registered here; what a case
+is, is `mcp_host_conformance.harness.cases.items`. During a conformance run SIGTERM unwinds the
+run as Ctrl-C does (`mcp_host_conformance.harness.run.cleanup`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd
+from mcp_host_conformance.harness.cases.items import is_case, option, requirement_ids
+from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
+from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
+from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
+from mcp_host_conformance.harness.run.cleanup import (
+    SigtermHandler,
+    install_sigterm,
+    restore_sigterm,
+)
+from mcp_host_conformance.harness.run.client_under_test import (
+    TIMEOUT_SCALE_ENV,
+    WORKER_KEY,
+    client_description,
+    close_client,
+    described,
+    description_for_workers,
+    prepare,
+    timeout_scale,
+)
+from mcp_host_conformance.harness.run.workers import add_option as add_workers_option
+from mcp_host_conformance.harness.run.workers import check_options as check_workers_options
+from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa: F401 - the hook
+from mcp_host_conformance.harness.verdicts.outcomes import NOT_APPLICABLE_PREFIX
+from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, replaced_for
+
+GROUP: Final = "mcp-host-conformance"
+REPORTING: Final = "mcp-host-conformance-reporting"
+SUITE_PACKAGE: Final = "mcp_host_conformance.conformance"
+
+MARKERS: Final = {
+    "requirements": (
+        "requirements(*ids): the requirement IDs a conformance case checks, "
+        "e.g. requirements('APR-2')"
+    ),
+    "profile": (
+        "profile(name): the case belongs to an optional profile; "
+        "not applicable unless the client claims it"
+    ),
+    "slow": "slow: the case waits for a real default timeout; runs only with --run-slow",
+    "needs_cancel": (
+        "needs_cancel: the case cancels a call; not applicable unless describe().can_cancel"
+    ),
+}
+
+_SIGTERM = pytest.StashKey[SigtermHandler]()
+_BROWSER = pytest.StashKey[Callable[[], None]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup(GROUP, "MCP host conformance")
+    add_workers_option(group)
+    group.addoption(
+        "--client",
+        default=None,
+        help=(
+            "the client under test: module:attr or an adapter entry-point name "
+            "(group mcp_host_conformance.adapters); "
+            "default: $MCP_HOST_CONFORMANCE_CLIENT or 'reference'"
+        ),
+    )
+    group.addoption(
+        "--client-cmd",
+        default=None,
+        help="a command that speaks the driver protocol (a host in any language), e.g. "
+        "'go run ./cmd/conformance-driver'",
+    )
+    group.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the cases that wait for real default timeouts",
+    )
+    group.addoption(
+        "--report-json", default=None, metavar="PATH", help="write the JSON report to PATH"
+    )
+    group.addoption(
+        "--report-html",
+        default=None,
+        metavar="PATH",
+        help="write the HTML report to PATH (one page: summary by area, every failure)",
+    )
+    group.addoption(
+        "--expected-failures",
+        default=None,
+        metavar="PATH",
+        help="a baseline file of requirement or case IDs expected to fail",
+    )
+    group.addoption(
+        "--timeout-scale",
+        type=float,
+        default=None,
+        metavar="FACTOR",
+        help="multiply the suite's scaled timeouts and bounds, a driver's included (slow "
+        f"machines); default ${TIMEOUT_SCALE_ENV} or 1",
+    )
+
+
+def targets_suite(config: pytest.Config) -> bool:
+    """Whether this run is meant to run conformance cases (before anything is collected)."""
+    if option(config, "client", None) or option(config, "client_cmd", None):
+        return True
+    for arg in config.args:
+        text = str(arg)
+        if SUITE_PACKAGE in text or "conformance" in Path(text.split("::")[0]).parts:
+            return True
+    return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    check_workers_options(config)
+    for text in MARKERS.values():
+        config.addinivalue_line("markers", text)
+    if not config.pluginmanager.has_plugin(REPORTING):
+        config.pluginmanager.register(
+            ReportingPlugin(config, describe=lambda: described(config)), REPORTING
+        )
+    if targets_suite(config):
+        config.stash[_SIGTERM] = install_sigterm()
+        config.stash[_BROWSER] = guard_browser()  # CRED-6; and no real browser ever opens
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    close_client(config)
+    if _SIGTERM in config.stash:
+        restore_sigterm(config.stash[_SIGTERM])
+    if _BROWSER in config.stash:
+        config.stash[_BROWSER]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if targets_suite(config) and not hasattr(config, "workerinput"):
+        prepare(config)  # one clear line and no case run if the client cannot be used
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, controller side: hand the description to each worker."""
+    found = description_for_workers(node.config)
+    if found is not None:
+        node.workerinput[WORKER_KEY] = found
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    d = described(config)
+    if d is None:
+        return None
+    profiles = ", ".join(sorted(d.profiles)) or "none"
+    from mcp_host_conformance.harness.sandbox.network import observe
+
+    network = observe()
+    return [
+        f"mcp-host-conformance: client {d.name} {d.version} (profiles: {profiles}; "
+        f"default timeouts connect {d.connect_timeout:g}s, call {d.call_timeout:g}s; "
+        f"timeout scale {timeout_scale(config):g})",
+        f"mcp-host-conformance: network {network.mode}"
+        + (f" ({network.reason})" if network.reason else " (loopback and the suite's addresses)"),
+    ]
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    if any(is_case(item) for item in items):
+        if not hasattr(config, "workerinput"):
+            prepare(config)  # said once, before any case, if it was not said at start
+        if config.stash.get(_SIGTERM, None) is None:
+            config.stash[_SIGTERM] = install_sigterm()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A case that needs a server configured which a verified-add host refused to save (its
+    first sync failed, SYNC-1) cannot be set up on such a host: not applicable, with why."""
+    try:
+        return (yield)
+    except RefusedAtAdd as exc:
+        if not is_case(item):
+            raise
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX}{exc}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not is_case(item):
+        return
+    ids = requirement_ids(item)
+    if not ids:
+        pytest.fail(
+            f"{item.nodeid}: a conformance case must name the requirements it checks "
+            "with @pytest.mark.requirements('ID', ...)",
+            pytrace=False,
+        )
+    unknown = [rid for rid in ids if rid not in REQUIREMENTS]
+    if unknown:
+        pytest.fail(f"{item.nodeid}: unknown requirement ID(s) {', '.join(unknown)}", pytrace=False)
+    profile_marks = list(item.iter_markers("profile"))
+    needs_cancel = item.get_closest_marker("needs_cancel") is not None
+    claimed = client_description(item.config).profiles
+    if claimed and not profile_marks:
+        replaced = replaced_for(claimed)
+        if ids and all(rid in replaced for rid in ids):
+            by = replaced[ids[0]]
+            pytest.skip(
+                f"{NOT_APPLICABLE_PREFIX}{', '.join(ids)} is replaced by {by.id} for a host "
+                f"that claims the {by.profile} profile"
+            )
+    if profile_marks or needs_cancel:
+        d = client_description(item.config)
+        for mark in profile_marks:
+            for profile in mark.args:
+                if profile not in d.profiles:
+                    pytest.skip(f"{NOT_APPLICABLE_PREFIX}profile {profile} not claimed by {d.name}")
+        if needs_cancel and not d.can_cancel:
+            pytest.skip(
+                f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call "
+                "(describe().can_cancel is false)"
+            )
+    if item.get_closest_marker("slow") is not None and not item.config.getoption("--run-slow"):
+        pytest.skip("slow: waits for a real default timeout; run with --run-slow")

@@ -1,0 +1,210 @@
+"""The one result model: what a case's run means for the client under test.
+
+Strategy: a closed outcome vocabulary in the style of Autobahn (OK / NON-STRICT /
+INFORMATIONAL / FAILED) and h2spec (expected vs actual): pytest says passed, failed or
+skipped; the requirement levels decide what that means. Every rule here is a pure function
+of plain values, so the terminal table, the JSON report, JUnit and the exit status are all
+computed from the same answers and tested without pytest.
+
+Case authors use three functions: `check` (the rule holds, or the case fails against the
+IDs it names), `precondition` (something the check needs first, belonging to another
+requirement, did not happen: that requirement fails, the case's own stays unchecked) and
+`not_observable` (this run cannot see the rule at all: the case is skipped with the reason
+and its requirement is `partial`, never passed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn
+
+from mcp_host_conformance.harness.verdicts.requirements import requirement
+
+__all__ = [
+    "EXPECTED_FAILURE",
+    "FAILED",
+    "INFO",
+    "NOT_APPLICABLE",
+    "NOT_APPLICABLE_PREFIX",
+    "NOT_OBSERVABLE_PREFIX",
+    "NOT_RUN",
+    "OUTCOMES",
+    "PARTIAL",
+    "PASSED",
+    "PRECONDITION_PREFIX",
+    "SKIPPED",
+    "UNCOVERED",
+    "WARNING",
+    "ConformanceFailure",
+    "Contribution",
+    "PreconditionFailure",
+    "case_outcome",
+    "check",
+    "failure_message",
+    "is_failing",
+    "not_observable",
+    "precondition",
+    "requirement_outcome",
+    "severest_level",
+    "worst",
+]
+
+PASSED: Final = "passed"
+FAILED: Final = "failed"  # a MUST case failed
+WARNING: Final = "warning"  # a SHOULD case failed: fails the run only with --strict
+INFO: Final = "info"  # an INFO case: records figures, never fails
+NOT_APPLICABLE: Final = "not_applicable"  # the client does not claim the profile or capability
+SKIPPED: Final = "skipped"  # not run for another reason (slow, deselected, not observable)
+EXPECTED_FAILURE: Final = "expected_failure"  # failed or warned, but listed in the baseline
+# Requirements only:
+UNCOVERED: Final = "uncovered"  # no collected case checks it
+PARTIAL: Final = "partial"  # what ran passed, but some of its cases did not run: never passed
+NOT_RUN: Final = "not_run"  # a contribution: the case could not check this requirement
+
+# Worst last: a requirement's outcome is the worst of its cases' outcomes.
+OUTCOMES: Final = (NOT_APPLICABLE, SKIPPED, INFO, PASSED, WARNING, EXPECTED_FAILURE, FAILED)
+_RANK: Final = {name: rank for rank, name in enumerate(OUTCOMES)}
+
+NOT_APPLICABLE_PREFIX: Final = "not applicable: "
+NOT_OBSERVABLE_PREFIX: Final = "not observable: "
+PRECONDITION_PREFIX: Final = "precondition failed: "
+
+_LEVEL_RANK: Final = {"INFO": 0, "SHOULD": 1, "MUST": 2}
+
+
+def _as_ids(ids: str | Sequence[str]) -> list[str]:
+    if isinstance(ids, str):
+        return ids.split()
+    return list(ids)
+
+
+def failure_message(ids: Sequence[str], expected: str, actual: str, prefix: str = "") -> str:
+    """ "<prefix><ID> (<LEVEL>): <rule text>" per ID, then the expected and actual lines."""
+    lines = []
+    for rid in ids:
+        req = requirement(rid)
+        lines.append(f"{prefix}{req.id} ({req.level}): {req.rule}")
+    lines.append(f"  expected: {expected}")
+    lines.append(f"  actual: {actual}")
+    return "\n".join(lines)
+
+
+class ConformanceFailure(AssertionError):
+    """A case found the client breaking a rule. Carries the requirement IDs it breaks and
+    what was expected versus what happened; its message quotes each rule's text."""
+
+    prefix = ""
+
+    def __init__(self, ids: str | Sequence[str], expected: str, actual: str) -> None:
+        self.ids = _as_ids(ids)
+        if not self.ids:
+            raise ValueError("a conformance failure names at least one requirement ID")
+        self.expected = expected
+        self.actual = actual
+        super().__init__(failure_message(self.ids, expected, actual, self.prefix))
+
+
+class PreconditionFailure(ConformanceFailure):
+    """What a case needed before it could check its own rule did not happen, and that is
+    itself a failure of `ids` (e.g. a call that should have ended `unknown` before RETRY-2
+    can be checked, which is RES-6's rule). The report names the precondition and fails
+    `ids`; the case's own requirements stay unchecked (`partial`), neither failed nor
+    passed."""
+
+    prefix = PRECONDITION_PREFIX
+
+
+def check(condition: bool, *, ids: str | Sequence[str], expected: str, actual: str) -> None:
+    """Raise ConformanceFailure unless `condition` holds."""
+    if not condition:
+        raise ConformanceFailure(ids, expected, actual)
+
+
+def precondition(condition: bool, *, ids: str | Sequence[str], expected: str, actual: str) -> None:
+    """Raise PreconditionFailure unless `condition` holds: `ids` are the requirements the
+    precondition belongs to (reported as "precondition failed: ID ...")."""
+    if not condition:
+        raise PreconditionFailure(ids, expected, actual)
+
+
+def not_observable(reason: str) -> NoReturn:
+    """Skip the case: this run cannot observe its rule (e.g. no network namespace here).
+    Its requirements are reported `partial` with the reason, never passed."""
+    import pytest  # only when called, from a case: this module stays free of pytest
+
+    pytest.skip(f"{NOT_OBSERVABLE_PREFIX}{reason}")
+
+
+def severest_level(ids: Iterable[str]) -> str | None:
+    """The most severe level among these requirement IDs (MUST > SHOULD > INFO); None if none."""
+    levels = [requirement(rid).level for rid in ids]
+    if not levels:
+        return None
+    return max(levels, key=_LEVEL_RANK.__getitem__)
+
+
+def case_outcome(report_outcome: str, level: str | None, skip_reason: str = "") -> str:
+    """What pytest's verdict means at a requirement level.
+
+    `report_outcome` is pytest's "passed" / "failed" / "skipped"; `level` is the severest
+    level of the requirements at stake (those of the ConformanceFailure if it names them,
+    else the case's marker); None counts as MUST, so an unmarked failure is never hidden."""
+    if report_outcome == "skipped":
+        return NOT_APPLICABLE if skip_reason.startswith(NOT_APPLICABLE_PREFIX) else SKIPPED
+    if level == "INFO":
+        return INFO
+    if report_outcome == "passed":
+        return PASSED
+    if level == "SHOULD":
+        return WARNING
+    return FAILED
+
+
+def worst(outcomes: Iterable[str]) -> str:
+    """The worst of these case outcomes; UNCOVERED when there are none."""
+    found = list(outcomes)
+    if not found:
+        return UNCOVERED
+    return max(found, key=_RANK.__getitem__)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What one case says about one requirement: its outcome for it, or NOT_RUN / SKIPPED
+    (it did not check it) with the reason."""
+
+    case: str  # the case ID
+    outcome: str
+    reason: str = ""
+
+
+_DID_NOT_CHECK: Final = (SKIPPED, NOT_RUN)
+_REASONS_SHOWN: Final = 3
+
+
+def requirement_outcome(contributions: Sequence[Contribution]) -> tuple[str, str]:
+    """A requirement's outcome and the reason for it ("" unless partial or skipped).
+
+    The worst outcome of the cases that checked it; but `partial` instead of `passed` when
+    some of its cases did not check it (slow without --run-slow, deselected, not observable
+    here, a failed precondition), since a requirement is passed only when every case for it
+    ran and passed. `skipped` when none of its cases checked it; `uncovered` without cases."""
+    if not contributions:
+        return UNCOVERED, ""
+    checked = [c for c in contributions if c.outcome not in _DID_NOT_CHECK]
+    missing = [c for c in contributions if c.outcome in _DID_NOT_CHECK]
+    why = "; ".join(f"{c.case} ({c.reason or 'not run'})" for c in missing[:_REASONS_SHOWN]) + (
+        f"; and {len(missing) - _REASONS_SHOWN} more" if len(missing) > _REASONS_SHOWN else ""
+    )
+    if not checked:
+        return SKIPPED, f"none of its {len(missing)} case(s) ran: {why}"
+    outcome = worst(c.outcome for c in checked)
+    if outcome == PASSED and missing:
+        return PARTIAL, f"{len(missing)} of {len(contributions)} case(s) did not run: {why}"
+    return outcome, ""
+
+
+def is_failing(outcome: str, *, strict: bool = False) -> bool:
+    """Whether this outcome fails the run (a warning only with --strict; partial never)."""
+    return outcome == FAILED or (strict and outcome == WARNING)
