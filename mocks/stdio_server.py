@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     if journal_path:
         journal_path = os.path.abspath(journal_path)
     try:
-        spec = load_spec(spec_path) if spec_path else ServerSpec()
+        spec = load_spec(spec_path, checked=True) if spec_path else ServerSpec()
     except SpecError as exc:
         print(f"mcp_host_conformance.mocks.stdio_server: {exc}", file=sys.stderr)
         return 2

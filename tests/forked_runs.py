@@ -172,6 +172,9 @@ def serve() -> None:
     path = os.environ.pop(_SOCKET_ENV)
     for name in PRELOAD:
         __import__(name)
+    from mcp_host_conformance.mocks.spec import prepare_checks
+
+    prepare_checks()  # the mock specs' check compiled once, not in every run
     # What PRELOAD made lives as long as every child: out of the collector's reach, a child's
     # full collections skip it (and do not write to its pages, which stay shared).
     gc.freeze()

@@ -92,7 +92,7 @@ def test_a_constant_selects_the_cases_that_ran_a_function_reading_it():
 
 
 def test_cases_that_start_the_host_in_another_process_always_run():
-    trace = Trace({"/x/harness/fresh_process.py": {10: {"test_c.py::test_restart"}}})
+    trace = Trace({"/x/harness/run/fresh_process.py": {10: {"test_c.py::test_restart"}}})
     seam = constant(f"{limits.__name__}.MAX_TOOLS", 1)
     assert zoo_impact.selection(_client(seam), trace) == {"test_c.py::test_restart"}
 
@@ -152,7 +152,7 @@ def test_every_seam_of_the_zoo_resolves():
 def test_a_case_whose_own_process_was_traced_is_selected_by_its_seams_only():
     function = _name_function()
     path, body = _function_lines(function)
-    spawning = "/x/harness/official_client.py"
+    spawning = "/x/harness/oauth/official_client.py"
     trace = Trace(
         {
             spawning: {10: {"test_d.py::test_scenario[a]", "test_d.py::test_scenario[b]"}},

@@ -65,13 +65,14 @@ from mcp_host_conformance.zoo.selection import CASE_ENV, TRACE_ENV
 
 # A case executing these runs the host in a process of its own: it always runs, unless that
 # process recorded its lines under the case (`Trace.traced_elsewhere`).
-SPAWNING = ("fresh_process.py", "pty_session.py", "official_client.py")
+SPAWNING_MODULES = ("run.fresh_process", "cases.pty_session", "oauth.official_client")
+SPAWNING = tuple(f"/{name.replace('.', '/')}.py" for name in SPAWNING_MODULES)
 # Traced: the reference client (the seams) and, of the harness, only the modules where a case
 # starts a process (all of the harness cost each traced run ~2 s more CPU, for lines nothing
 # reads).
 COVERAGE_ARGS = (
     "--cov=mcp_host_conformance.reference_client",
-    *(f"--cov=mcp_host_conformance.harness.{name.removesuffix('.py')}" for name in SPAWNING),
+    *(f"--cov=mcp_host_conformance.harness.{name}" for name in SPAWNING_MODULES),
     "--cov-context=test",
     "--cov-report=",
 )

@@ -168,6 +168,9 @@ class _Parent:
         factory = getattr(self.config, "_tmp_path_factory", None)
         if factory is not None:
             factory.getbasetemp()  # one base for all the workers, made before they fork
+        from mcp_host_conformance.mocks.spec import prepare_checks
+
+        prepare_checks()  # the mock specs' check, compiled once here and not in each worker
         try:
             for number in range(self.count):
                 self._fork(number)
