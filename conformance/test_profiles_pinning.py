@@ -30,6 +30,12 @@ FETCH_SCHEMA = {
 }
 
 
+def _ask_for_query(model, running, question):
+    """One turn in which the model calls docs/query once, then answers."""
+    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
+    return running.ask(question, may_withhold=True)
+
+
 def _tools() -> list[Tool]:
     return [
         Tool("fetch", "Fetches a page.", dict(FETCH_SCHEMA), reply=Reply.text("fetched")),
@@ -90,8 +96,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
     host.add_http("docs", docs)
 
     running = host.start()
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    running.ask("look it up", may_withhold=True)
+    _ask_for_query(model, running, "look it up")
     check(
         calls_of(docs.journal, "query") == 0,
         ids="PIN-2",
@@ -106,8 +111,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
         expected="the review shows both tools as new, for a person to approve",
         actual=f"the review showed {[(t.tool, t.change) for t in review.tools]}",
     )
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    turn = running.ask("look it up again", may_withhold=True)
+    turn = _ask_for_query(model, running, "look it up again")
     check(
         calls_of(docs.journal, "query") == 1 and [c.status for c in turn.calls] == ["completed"],
         ids="PIN-2",
@@ -249,8 +253,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
     )
     running.stop()
     again = host.start()
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    again.ask("use it now", may_withhold=True)
+    _ask_for_query(model, again, "use it now")
     check(
         calls_of(docs.journal, "query") == 0,
         ids="PIN-3",
@@ -259,8 +262,7 @@ def test_the_model_cannot_approve_a_tool(host, http_mock, model):
         actual=f"docs received calls {called_tools(docs.journal)}",
     )
     again.review(True)
-    model.script([Step.call(server="docs", tool="query", arguments={}), Step.text("done")])
-    again.ask("and now", may_withhold=True)
+    _ask_for_query(model, again, "and now")
     check(
         calls_of(docs.journal, "query") == 1,
         ids="PIN-3",

@@ -67,11 +67,14 @@ def _files_naming(home: Path, needle: str) -> list[str]:
     return found
 
 
-def _listed(host, name: str) -> bool:
-    listing = host.list().text or ""
-    return any(
-        name in line.split() or line.strip().startswith(name) for line in listing.splitlines()
-    )
+def _listed(host, names) -> list[str]:
+    """Which of `names` the host's list of servers names (one listing)."""
+    lines = (host.list().text or "").splitlines()
+    return [
+        name
+        for name in names
+        if any(name in line.split() or line.strip().startswith(name) for line in lines)
+    ]
 
 
 @pytest.mark.requirements("SYNC-1")
@@ -107,7 +110,7 @@ def test_adding_a_server_lists_its_tools_at_once(host, http_mock, stdio_mock):
         actual=f"not named: {missing}; shown {shown_http[:200]!r} / {shown_stdio[:200]!r}",
     )
     check(
-        _listed(host, "docs") and _listed(host, "local"),
+        _listed(host, ["docs", "local"]) == ["docs", "local"],
         ids="SYNC-1",
         expected="both servers saved (the host's list names them)",
         actual=f"listing {host.list().text[:300]!r}",
@@ -163,7 +166,7 @@ def test_a_failed_first_sync_saves_nothing(host, http_mock, case, network, descr
         expected="every add whose first sync fails is refused",
         actual=f"accepted without error: {saved}",
     )
-    listed = [name for name in urls if _listed(host, name)]
+    listed = _listed(host, urls)
     check(
         not listed,
         ids="SYNC-1",
@@ -210,7 +213,7 @@ def test_a_server_at_each_limit_is_saved(host, http_mock):
         expected="16 pages, 128 tools, a 15 KiB schema and 63 KiB of definitions are saved",
         actual=f"refused: {refused}",
     )
-    listed = [name for name in ACCEPTED if _listed(host, name)]
+    listed = _listed(host, ACCEPTED)
     check(
         len(listed) == len(ACCEPTED),
         ids="SYNC-1",

@@ -25,11 +25,10 @@ import json
 from typing import Any
 
 from mcp_host_conformance.mocks._http import Request, write_response
-from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal
-from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer, ServedMock
 
-__all__ = ["OAUTH_PATHS", "AuthorizationServerMock", "is_oauth_path"]
+__all__ = ["OAUTH_PATHS", "AuthorizationServerMock", "authorization_metadata", "is_oauth_path"]
 
 JSON_HEADERS = [("content-type", "application/json"), ("cache-control", "no-store")]
 # Where an OAuth client goes: discovery documents and the default endpoints (the 2025-03-26
@@ -44,6 +43,21 @@ OAUTH_PATHS = (
 )
 
 
+def authorization_metadata(origin: str) -> dict[str, Any]:
+    """An authorization server's metadata (RFC 8414) at `origin`: code with PKCE S256,
+    dynamic registration, public clients, refresh tokens."""
+    return {
+        "issuer": origin,
+        "authorization_endpoint": f"{origin}/authorize",
+        "token_endpoint": f"{origin}/token",
+        "registration_endpoint": f"{origin}/register",
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+    }
+
+
 def is_oauth_path(path: str) -> bool:
     """Whether a request path (query ignored) is one of an OAuth client's steps, at any
     prefix (`/.well-known/oauth-protected-resource/mcp`, `/mcp/register`, ...)."""
@@ -51,33 +65,19 @@ def is_oauth_path(path: str) -> bool:
     return any(bare.startswith(p) or bare.endswith(p) for p in OAUTH_PATHS)
 
 
-class AuthorizationServerMock:
+class AuthorizationServerMock(ServedMock):
     """Serves the OAuth discovery trail on 127.0.0.1:<port>; `journal` holds every request."""
 
     def __init__(self, resource: str = "") -> None:
         self.resource = resource  # the protected resource (an MCP server's URL) it speaks for
         self.journal = Journal()
         self.url: str | None = None  # the origin, "http://127.0.0.1:PORT"
-        self._server: LoopServer | None = None
 
-    def start(self) -> AuthorizationServerMock:
-        if self._server is None:
-            server = LoopServer(self._handle, self.journal, name="authorization-server")
-            server.start()
-            self._server = server
-            self.url = f"http://127.0.0.1:{server.port}"
-        return self
+    def _new_server(self) -> LoopServer:
+        return LoopServer(self._handle, self.journal, name="authorization-server")
 
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
-    def __enter__(self) -> AuthorizationServerMock:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _started(self, server: LoopServer) -> None:
+        self.url = f"http://127.0.0.1:{server.port}"
 
     @property
     def metadata_url(self) -> str:
@@ -102,16 +102,7 @@ class AuthorizationServerMock:
 
     def _documents(self) -> dict[str, dict[str, Any]]:
         origin = self._origin()
-        server = {
-            "issuer": origin,
-            "authorization_endpoint": f"{origin}/authorize",
-            "token_endpoint": f"{origin}/token",
-            "registration_endpoint": f"{origin}/register",
-            "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["none"],
-        }
+        server = authorization_metadata(origin)
         return {
             "/.well-known/oauth-protected-resource": {
                 "resource": self.resource or origin,
@@ -124,20 +115,8 @@ class AuthorizationServerMock:
 
     async def _handle(self, request: Request, conn: Connection) -> bool:
         keep = request.keep_alive
-        admin = admin_answer(request.method, request.target, self.journal)
-        if admin is not None:
-            write_response(conn.writer, admin.status, admin.body, admin.headers, keep_alive=keep)
+        if self.admin_or_record(request, conn) is None:
             return keep
-        self.journal.record(
-            Entry(
-                kind="http",
-                http_method=request.method,
-                path=request.target,
-                headers=dict(request.headers),
-                body_size=len(request.body),
-                connection=conn.id,
-            )
-        )
         path = request.path.rstrip("/")
         document = next((d for p, d in self._documents().items() if path.startswith(p)), None)
         if document is not None and request.method == "GET":

@@ -33,11 +33,10 @@ from mcp_host_conformance.mocks._http import (
     sse_event,
     write_response,
 )
-from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.behaviour import GARBAGE, Behaviour, Plan
 from mcp_host_conformance.mocks.journal import Entry, Journal, rpc_entry
 from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
-from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer, ServedMock
 from mcp_host_conformance.mocks.polling import PolledStream, segments, stream_key
 from mcp_host_conformance.mocks.spec import (
     ServerSpec,
@@ -60,7 +59,7 @@ class _Session:
         self.polled: dict[str, PolledStream] = {}  # stream key -> stream
 
 
-class HttpMock:
+class HttpMock(ServedMock):
     """A mock MCP server over Streamable HTTP at `url` ("http(s)://127.0.0.1:PORT/mcp").
 
     `tls`: None (plain HTTP), "trusted" (certificate from the CA in `ca_file`),
@@ -92,22 +91,19 @@ class HttpMock:
         self.url: str | None = None
         self.port: int | None = None
         self.ca_file: str | None = None
-        self._server: LoopServer | None = None
         self._sessions: dict[str, _Session] = {}
         self._streams = itertools.count(1)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> HttpMock:
-        if self._server is not None:
-            return self
+    def _new_server(self) -> LoopServer:
         ssl_context = None
         if self.tls:
             from mcp_host_conformance.mocks import tls as tls_module
 
             ssl_context = tls_module.server_context(self.tls)
             self.ca_file = tls_module.trusted_ca_file()
-        server = LoopServer(
+        return LoopServer(
             self._handle,
             self.journal,
             name=f"HttpMock-{self.spec.name}",
@@ -115,24 +111,12 @@ class HttpMock:
             limits=self.limits,
             address=self.address,
         )
-        server.start()
-        self._server = server
+
+    def _started(self, server: LoopServer) -> None:
         self.port = server.port
         scheme = "https" if self.tls else "http"
         host = f"[{self.address}]" if ":" in self.address else self.address
         self.url = f"{scheme}://{host}:{self.port}/mcp"
-        return self
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
-    def __enter__(self) -> HttpMock:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def tools(self) -> list[Tool]:
@@ -164,22 +148,10 @@ class HttpMock:
 
     async def _handle(self, request: Request, conn: Connection) -> bool:
         """Answer one request; False means close the connection afterwards."""
-        admin = admin_answer(request.method, request.target, self.journal)
-        if admin is not None:
-            keep = request.keep_alive
-            write_response(conn.writer, admin.status, admin.body, admin.headers, keep_alive=keep)
-            return keep
-        http_entry = self.journal.record(
-            Entry(
-                kind="http",
-                http_method=request.method,
-                path=request.target,
-                headers=dict(request.headers),
-                body_size=len(request.body),
-                connection=conn.id,
-            )
-        )
         keep = request.keep_alive
+        http_entry = self.admin_or_record(request, conn)
+        if http_entry is None:
+            return keep
         if request.path != "/mcp":
             write_response(conn.writer, 404, b"not found", keep_alive=keep)
             return keep

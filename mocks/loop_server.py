@@ -24,7 +24,7 @@ import ssl
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from mcp_host_conformance.mocks._http import (
     BadRequest,
@@ -234,3 +234,60 @@ class LoopServer:
                     left -= len(chunk)
         except (TimeoutError, asyncio.LimitOverrunError):
             pass
+
+
+class ServedMock:
+    """A mock served by one `LoopServer`: `start()` (once; again is a no-op), `close()`
+    (bounded), a `with` block, and the first steps every request takes (`admin_or_record`).
+
+    A subclass makes its server in `_new_server()` and learns its port in `_started()`."""
+
+    _server: LoopServer | None = None
+
+    def _new_server(self) -> LoopServer:
+        raise NotImplementedError
+
+    def _started(self, server: LoopServer) -> None:
+        """Called once the server listens (its `port` is known)."""
+
+    def start(self) -> Self:
+        if self._server is None:
+            server = self._new_server()
+            server.start()
+            self._server = server
+            self._started(server)
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def admin_or_record(self, request: Request, conn: Connection) -> Entry | None:
+        """Answer `GET /__journal` or `POST /__reset` (None: answered, nothing journalled),
+        or journal the request as a kind="http" entry and return it."""
+        from mcp_host_conformance.mocks.admin import admin_answer
+
+        assert self._server is not None  # a request arrived: it is serving
+        journal = self._server.journal
+        admin = admin_answer(request.method, request.target, journal)
+        if admin is not None:
+            keep = request.keep_alive
+            write_response(conn.writer, admin.status, admin.body, admin.headers, keep_alive=keep)
+            return None
+        return journal.record(
+            Entry(
+                kind="http",
+                http_method=request.method,
+                path=request.target,
+                headers=dict(request.headers),
+                body_size=len(request.body),
+                connection=conn.id,
+            )
+        )

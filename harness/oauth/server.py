@@ -18,20 +18,25 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from mcp_host_conformance.mocks import _rpc
+from mcp_host_conformance.mocks._http import Request, write_response
+from mcp_host_conformance.mocks.authorization_server import authorization_metadata
 from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer, ServedMock
 from mcp_host_conformance.mocks.spec import ServerSpec, new_marker_token, with_markers
 
 __all__ = ["OAuthServer"]
 
-MAX_BODY = 1024 * 1024
+# (status, JSON body or None, headers); the mocks' server bounds what it reads (HttpLimits).
+_Answer = tuple[int, Any, dict[str, str]]
 
 
-class OAuthServer:
+class OAuthServer(ServedMock):
+    """Started when made (`url`, `base`); `close()` ends it."""
+
     def __init__(self, spec: ServerSpec, new_secret: Any) -> None:
         """`new_secret(label)` makes a canary (the `secrets` fixture's `new`)."""
         self.marker_token = new_marker_token()  # the mock model finds its tools by marker
@@ -44,38 +49,21 @@ class OAuthServer:
         self.refresh: str | None = None
         self.code = new_secret("oauth-code")
         self._issued_count = 0
-        server = self
+        self.base = self.url = ""
+        self.start()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
+    def _new_server(self) -> LoopServer:
+        return LoopServer(self._handle, self.journal, name="oauth-protected")
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                server._get(self)
-
-            def do_POST(self) -> None:  # noqa: N802
-                server._post(self)
-
-            def do_DELETE(self) -> None:  # noqa: N802
-                self.send_response(204)
-                self.end_headers()
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+    def _started(self, server: LoopServer) -> None:
+        self.base = f"http://127.0.0.1:{server.port}"
         self.url = f"{self.base}/mcp"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
 
     # ---- control -------------------------------------------------------------------------
     def expire(self) -> None:
         """From now on the current access token is refused (as if it expired)."""
         with self._lock:
             self.access = None
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def entries(self, endpoint: str) -> list[Entry]:
         return self.journal.entries(
@@ -86,62 +74,38 @@ class OAuthServer:
     def _record(self, endpoint: str, **extra: Any) -> None:
         self.journal.record(Entry(kind="oauth", extra={"endpoint": endpoint, **extra}))
 
-    @staticmethod
-    def _send(
-        handler: BaseHTTPRequestHandler,
-        status: int,
-        body: Any,
-        headers: dict[str, str] | None = None,
-    ) -> None:
+    async def _handle(self, request: Request, conn: Connection) -> bool:
+        keep = request.keep_alive
+        if request.method == "GET":
+            status, body, headers = self._get(request)
+        elif request.method == "POST":
+            status, body, headers = self._post(request)
+        elif request.method == "DELETE":
+            status, body, headers = 204, None, {}
+        else:
+            status, body, headers = 405, None, {"allow": "GET, POST, DELETE"}
         data = json.dumps(body).encode() if body is not None else b""
-        handler.send_response(status)
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
         if body is not None:
-            handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+            headers = {**headers, "content-type": "application/json"}
+        write_response(conn.writer, status, data, list(headers.items()), keep_alive=keep)
+        return keep
 
-    def _body(self, handler: BaseHTTPRequestHandler) -> bytes:
-        length = int(handler.headers.get("content-length") or 0)
-        return handler.rfile.read(min(length, MAX_BODY))
-
-    def _get(self, handler: BaseHTTPRequestHandler) -> None:
-        path = urlsplit(handler.path)
+    def _get(self, request: Request) -> _Answer:
+        path = urlsplit(request.target)
         if path.path == "/.well-known/oauth-protected-resource/mcp":
             self._record("resource-metadata")
-            self._send(handler, 200, {"resource": self.url, "authorization_servers": [self.base]})
-        elif path.path == "/.well-known/oauth-authorization-server":
+            return 200, {"resource": self.url, "authorization_servers": [self.base]}, {}
+        if path.path == "/.well-known/oauth-authorization-server":
             self._record("authorization-server-metadata")
-            self._send(
-                handler,
-                200,
-                {
-                    "issuer": self.base,
-                    "authorization_endpoint": f"{self.base}/authorize",
-                    "token_endpoint": f"{self.base}/token",
-                    "registration_endpoint": f"{self.base}/register",
-                    "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
-                },
-            )
-        elif path.path == "/authorize":
+            return 200, authorization_metadata(self.base), {}
+        if path.path == "/authorize":
             query = {k: v[0] for k, v in parse_qs(path.query).items()}
             self._record("authorize", pkce=query.get("code_challenge_method"))
             target = query.get("redirect_uri", "")
             joiner = "&" if "?" in target else "?"
-            location = (
-                f"{target}{joiner}{urlencode({'code': self.code, 'state': query.get('state', '')})}"
-            )
-            handler.send_response(302)
-            handler.send_header("location", location)
-            handler.send_header("content-length", "0")
-            handler.end_headers()
-        else:
-            self._send(handler, 404, {"error": "not_found"})
+            code = urlencode({"code": self.code, "state": query.get("state", "")})
+            return 302, None, {"location": f"{target}{joiner}{code}"}
+        return 404, {"error": "not_found"}, {}
 
     def _issue(self) -> dict[str, Any]:
         with self._lock:
@@ -158,16 +122,13 @@ class OAuthServer:
                 "refresh_token": self.refresh,
             }
 
-    def _post(self, handler: BaseHTTPRequestHandler) -> None:
-        path = urlsplit(handler.path).path
-        body = self._body(handler)
+    def _post(self, request: Request) -> _Answer:
+        path = urlsplit(request.target).path
         if path == "/register":
             self._record("register")
-            self._send(
-                handler, 201, {"client_id": "mcphc-client", "token_endpoint_auth_method": "none"}
-            )
-        elif path == "/token":
-            form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+            return 201, {"client_id": "mcphc-client", "token_endpoint_auth_method": "none"}, {}
+        if path == "/token":
+            form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
             grant = form.get("grant_type")
             presented = form.get("refresh_token") or form.get("code") or ""
             label = self.issued.get(presented) or ("code" if presented == self.code else "unknown")
@@ -176,19 +137,17 @@ class OAuthServer:
                 grant == "refresh_token" and presented == self.refresh
             )
             if not valid:
-                self._send(handler, 400, {"error": "invalid_grant"})
-                return
-            self._send(handler, 200, self._issue())
-        elif path == "/mcp":
-            self._mcp(handler, body)
-        else:
-            self._send(handler, 404, {"error": "not_found"})
+                return 400, {"error": "invalid_grant"}, {}
+            return 200, self._issue(), {}
+        if path == "/mcp":
+            return self._mcp(request)
+        return 404, {"error": "not_found"}, {}
 
-    def _mcp(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
-        header = handler.headers.get("authorization") or ""
+    def _mcp(self, request: Request) -> _Answer:
+        header = request.headers.get("authorization") or ""
         token = header[7:] if header.lower().startswith("bearer ") else ""
         try:
-            message = json.loads(body)
+            message = json.loads(request.body)
         except ValueError:
             message = None
         method = message.get("method") if isinstance(message, dict) else None
@@ -205,10 +164,8 @@ class OAuthServer:
                 f'Bearer resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp"'
                 + (', error="invalid_token"' if token else "")
             )
-            self._send(handler, 401, {"error": "invalid_token"}, {"www-authenticate": challenge})
-            return
+            return 401, {"error": "invalid_token"}, {"www-authenticate": challenge}
         kind, _ = _rpc.classify(message)
         if kind != "request":
-            self._send(handler, 202, None)
-            return
-        self._send(handler, 200, _rpc.answer(self.spec, message))
+            return 202, None, {}
+        return 200, _rpc.answer(self.spec, message), {}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_host_conformance.mocks._http import ChunkedBody, HttpLimits, Request, write_response
 from mcp_host_conformance.mocks.journal import Journal
-from mcp_host_conformance.mocks.loop_server import Connection, LoopServer
+from mcp_host_conformance.mocks.loop_server import Connection, LoopServer, ServedMock
 from mcp_host_conformance.mocks.responses.script import Step
 from mcp_host_conformance.mocks.responses.service import Answer, ResponsesService
 
@@ -26,28 +26,15 @@ if TYPE_CHECKING:  # respx and httpx load only when a router is made
 DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 
 
-class MockResponses:
+class MockResponses(ServedMock):
     """The service on a real port. `url`/`api_key`/`journal`/`script()`/`requests()`."""
 
     def __init__(self, api_key: str | None = None, limits: HttpLimits | None = None) -> None:
         self.service = ResponsesService(api_key=api_key)
         self.limits = limits or HttpLimits()
-        self._http: LoopServer | None = None
 
-    # lifecycle -----------------------------------------------------------------------
-    def start(self) -> MockResponses:
-        if self._http is None:
-            server = LoopServer(
-                self._serve, self.service.journal, name="responses", limits=self.limits
-            )
-            server.start()
-            self._http = server
-        return self
-
-    def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+    def _new_server(self) -> LoopServer:
+        return LoopServer(self._serve, self.service.journal, name="responses", limits=self.limits)
 
     async def _serve(self, request: Request, conn: Connection) -> bool:
         answer: Answer = self.service.handle(
@@ -65,18 +52,12 @@ class MockResponses:
         await body.end()
         return keep
 
-    def __enter__(self) -> MockResponses:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # facts ---------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        if self._http is None or self._http.port is None:
+        if self._server is None or self._server.port is None:
             raise RuntimeError("MockResponses is not started; use start() or a with block")
-        return self._http.port
+        return self._server.port
 
     @property
     def url(self) -> str:
@@ -129,7 +110,7 @@ def responses_router(
     service = model.service if isinstance(model, MockResponses) else model
     if base_url is None:
         base_url = (
-            model.url if isinstance(model, MockResponses) and model._http else DEFAULT_ROUTER_BASE
+            model.url if isinstance(model, MockResponses) and model._server else DEFAULT_ROUTER_BASE
         )
     base = httpx.URL(base_url.rstrip("/"))
     router = respx.MockRouter(base_url=str(base), assert_all_called=False)

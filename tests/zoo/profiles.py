@@ -88,59 +88,43 @@ def _lists_a_changed_tool(original, self, server, destination, tools) -> bool:
     return any(self.state(server, t, destination) == pinning.CHANGED for t in _listed(tools))
 
 
-@replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_new_tool)
-def _trust_on_first_use(original):
-    def seen(self, server, destination, tools):
-        updated = original(self, server, destination, tools)
-        pins = updated.servers[server]
-        tools_now = {
-            name: pin if pin.approved is not None else dataclasses.replace(pin, approved=pin.seen)
-            for name, pin in pins.tools.items()
-        }
-        return dataclasses.replace(
-            updated,
-            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
-        )
+def _approving(should_approve):
+    """A `seen` that records the definitions as the reference does, then approves each
+    tool for which `should_approve(name, pin, pins_before)` holds."""
 
-    return seen
+    def make(original):
+        def seen(self, server, destination, tools):
+            before = self.pins(server, destination).tools
+            updated = original(self, server, destination, tools)
+            pins = updated.servers[server]
+            tools_now = {
+                name: dataclasses.replace(pin, approved=pin.seen)
+                if should_approve(name, pin, before)
+                else pin
+                for name, pin in pins.tools.items()
+            }
+            return dataclasses.replace(
+                updated,
+                servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
+            )
 
+        return seen
 
-@replaced_when(f"{_PINNING}.Approvals.seen", _trusted_then_new)
-def _trust_later_tools(original):
-    def seen(self, server, destination, tools):
-        # a server some tool of which is approved: `_trusted_then_new` said so
-        before = self.pins(server, destination).tools
-        updated = original(self, server, destination, tools)
-        pins = updated.servers[server]
-        tools_now = {
-            name: dataclasses.replace(pin, approved=pin.seen)
-            if pin.approved is None and name not in before
-            else pin
-            for name, pin in pins.tools.items()
-        }
-        return dataclasses.replace(
-            updated,
-            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
-        )
-
-    return seen
+    return make
 
 
-@replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_changed_tool)
-def _follow_changes(original):
-    def seen(self, server, destination, tools):
-        updated = original(self, server, destination, tools)
-        pins = updated.servers[server]
-        tools_now = {
-            name: pin if pin.approved is None else dataclasses.replace(pin, approved=pin.seen)
-            for name, pin in pins.tools.items()
-        }
-        return dataclasses.replace(
-            updated,
-            servers={**updated.servers, server: dataclasses.replace(pins, tools=tools_now)},
-        )
-
-    return seen
+# Every tool never approved is approved as it is first seen.
+_trust_on_first_use = replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_new_tool)(
+    _approving(lambda name, pin, before: pin.approved is None)
+)
+# A server some tool of which is approved (`_trusted_then_new`): its new tools too.
+_trust_later_tools = replaced_when(f"{_PINNING}.Approvals.seen", _trusted_then_new)(
+    _approving(lambda name, pin, before: pin.approved is None and name not in before)
+)
+# An approved tool whose definition changed stays approved for the new one.
+_follow_changes = replaced_when(f"{_PINNING}.Approvals.seen", _lists_a_changed_tool)(
+    _approving(lambda name, pin, before: pin.approved is not None)
+)
 
 
 APPROVE_TOOL = {

@@ -19,28 +19,35 @@ from mcp_host_conformance.zoo.client import (
 _STDIO = "mcp_host_conformance.reference_client.transports.stdio"
 
 
+async def _start(command, args, env, cwd, **changes):
+    """The server started as the reference host's `spawn_server` starts it, but for `changes`
+    to its options (`shell=True`: through a shell)."""
+    from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
+
+    options = dict(
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,
+        limit=MAX_MESSAGE_BYTES + 1,
+    )
+    options.update(changes)
+    if options.pop("shell", False):
+        # Arguments joined unquoted, the way a "just run the command line" bug does it;
+        # `exec` so the server keeps the shell's pid and process group.
+        line = " ".join(["exec", shlex.quote(command), *args])
+        return await asyncio.create_subprocess_shell(line, **options)
+    return await asyncio.create_subprocess_exec(command, *args, **options)
+
+
 def _spawn_with(**changes):
     def make(original):
         del original
-        from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
 
         async def spawn(command, args, env, cwd):
-            options = dict(
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env=dict(env),
-                cwd=cwd,
-                start_new_session=True,
-                limit=MAX_MESSAGE_BYTES + 1,
-            )
-            options.update(changes)
-            if options.pop("shell", False):
-                # Arguments joined unquoted, the way a "just run the command line" bug does it;
-                # `exec` so the server keeps the shell's pid and process group.
-                line = " ".join(["exec", shlex.quote(command), *args])
-                return await asyncio.create_subprocess_shell(line, **options)
-            return await asyncio.create_subprocess_exec(command, *args, **options)
+            return await _start(command, args, env, cwd, **changes)
 
         return spawn
 
@@ -122,7 +129,6 @@ _SESSION_GROUPS: dict[tuple[str | None, int], asyncio.Future] = {}
 
 def _one_group(original):
     del original
-    from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
 
     async def spawn(command, args, env, cwd):
         # One process group per host session (its event loop): the first server leads it,
@@ -135,16 +141,8 @@ def _one_group(original):
         else:
             group = await leader
         try:
-            process = await asyncio.create_subprocess_exec(
-                command,
-                *args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env=dict(env),
-                cwd=cwd,
-                process_group=group,
-                limit=MAX_MESSAGE_BYTES + 1,
+            process = await _start(
+                command, args, env, cwd, start_new_session=False, process_group=group
             )
         except BaseException:
             if not leader.done():
@@ -187,21 +185,10 @@ async def _keep_tail(stream) -> bytes:
 
 def _stderr_kept(original):
     del original
-    from mcp_host_conformance.reference_client.transports import MAX_MESSAGE_BYTES
 
     async def spawn(command, args, env, cwd):
         # stderr is read (so a flood never blocks) and its last 2 KiB kept, to explain a crash.
-        process = await asyncio.create_subprocess_exec(
-            command,
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-            limit=MAX_MESSAGE_BYTES + 1,
-        )
+        process = await _start(command, args, env, cwd, stderr=asyncio.subprocess.PIPE)
         _STDERR_TAILS[process.pid] = asyncio.ensure_future(_keep_tail(process.stderr))
         return process
 
