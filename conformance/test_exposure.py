@@ -31,6 +31,7 @@ from mcp_host_conformance.harness.cases.observe import (
     model_requests,
     offered_for,
     offered_function,
+    same_json,
 )
 from mcp_host_conformance.harness.run.fresh_process import restarted
 from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
@@ -378,19 +379,6 @@ SCHEMAS = {
         "required": ["when"],
     },
 }
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """JSON equality with types: `false` is not `0`, `1` is not `"1"`; numbers by value."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
 
 
 @pytest.mark.requirements("EXP-3")

@@ -31,7 +31,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.cases.observe import model_requests, offered_function, status_text
+from mcp_host_conformance.harness.cases.observe import (
+    model_requests,
+    offered_function,
+    status_text,
+    wait_until,
+)
 from mcp_host_conformance.harness.cases.specs import one_approved_query, tool_spec
 from mcp_host_conformance.harness.run.orphans import handed_to_us, reap_if_ours
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
@@ -39,10 +44,7 @@ from mcp_host_conformance.mocks.journal import JournalTimeout
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.stdio_server import SCRIPT, process_state
 
-ALLOWED_ENV = {"PATH", "HOME", "LANG"}
-# Python's own locale coercion (PEP 538) adds LC_CTYPE inside the mock when LANG is unset
-# or "C": the mock's interpreter put it there, not the client.
-COERCED_LC_CTYPE = {"C.UTF-8", "C.utf8", "UTF-8"}
+from mcp_host_conformance.harness.monitors.stdio import ALLOWED_ENV, COERCED_LC_CTYPE  # noqa: E402
 
 
 def started(mock, name: str, *, own: str | None = None):
@@ -58,17 +60,6 @@ def started(mock, name: str, *, own: str | None = None):
         actual="it never started (no process entry in its journal)",
     )
     return entries[0]
-
-
-def wait_until(condition, within: float) -> bool:
-    """Poll `condition` (a /proc reading: there is no event for another process's exit)
-    every 10 ms until it holds or `within` seconds pass."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        select.select([], [], [], 0.01)
-    return True
 
 
 # ---- STDIO-1 ----------------------------------------------------------------------------------

@@ -36,7 +36,17 @@ BRIDGE = f"{ROOT}.reference_client.adapter"  # the one module of the host that k
 
 # The harness's rooms from the bottom up (harness/__init__.py says what each owns); a module
 # directly in harness/ (the command) sits above them all.
-ROOMS = ("contract", "verdicts", "sandbox", "cases", "run", "reports", "oauth", "plugin")
+ROOMS = (
+    "contract",
+    "verdicts",
+    "sandbox",
+    "cases",
+    "monitors",
+    "run",
+    "reports",
+    "oauth",
+    "plugin",
+)
 TOP = len(ROOMS)
 
 

@@ -13,6 +13,7 @@ callable), recorded as they are given.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from mcp_host_conformance.harness.cases.mock_contract import (
     ModelService,
     StdioServerMock,
 )
+from mcp_host_conformance.harness.cases.timeline import Timeline
 from mcp_host_conformance.harness.contract.adapter import (
     Adapter,
     AdapterError,
@@ -191,6 +193,7 @@ class Running:
         self.text: str = session.text or ""
         self.turns: list[Turn] = []
         self.stopped: Stopped | None = None
+        self.number = len(host.runs)  # this session's number in the case (Moment.run)
         host._saw(
             self.text, *(s.line for s in self.statuses), *(s.reason or "" for s in self.statuses)
         )
@@ -222,21 +225,33 @@ class Running:
         def on_confirmation(confirmation: Confirmation) -> str:
             self.host.confirmations.append(confirmation)
             self.host._saw(confirmation.text, confirmation.arguments, confirmation.warning)
-            return approver(confirmation)
+            answer = approver(confirmation)
+            self.host.moments.answered("approval", self.number, answer)
+            return answer
 
         def on_acknowledgement(prompt: str) -> bool:
             self.host.acknowledgements.append(prompt)
             self.host._saw(prompt)
-            return bool(acknowledger(prompt))
+            accepted = bool(acknowledger(prompt))
+            self.host.moments.answered("acknowledgement", self.number, prompt, accepted)
+            return accepted
 
         limit = bound or self.host.timeouts.ask_bound(
             self.options.connect_timeout, self.options.call_timeout
         )
         unmatched_before = len(self._unmatched_calls())
-        turn = bounded(
-            "ask()", lambda: self.session.ask(question, on_confirmation, on_acknowledgement), limit
-        )
+        configuration = self.host.config_digest()
+        with self.host.moments.step("ask", self.number, question):
+            turn = bounded(
+                "ask()",
+                lambda: self.session.ask(question, on_confirmation, on_acknowledgement),
+                limit,
+            )
         self.turns.append(turn)
+        changed = sorted(
+            str(p) for p, d in self.host.config_digest().items() if configuration.get(p) != d
+        )
+        self.host.config_changes.extend((question, path) for path in changed)
         self.host._saw(
             turn.text, turn.answer, *(c.output for c in turn.calls), *turn.acknowledgements
         )
@@ -291,7 +306,8 @@ class Running:
         limit = self.host.timeouts.ask_bound(
             self.options.connect_timeout, self.options.call_timeout
         )
-        shown: ToolReview = bounded("review_tools()", lambda: review(on_tool), limit)
+        with self.host.moments.step("review", self.number):
+            shown: ToolReview = bounded("review_tools()", lambda: review(on_tool), limit)
         self.host.reviews.append(shown)
         self.host._saw(shown.text, *(t.text for t in shown.tools))
         return shown
@@ -299,11 +315,12 @@ class Running:
     def stop(self) -> Stopped:
         """End the client the way its user would; idempotent."""
         if self.stopped is None:
-            stopped = bounded(
-                "stop()",
-                self.session.stop,
-                self.host.timeouts.start_bound(self.options.connect_timeout),
-            )
+            with self.host.moments.step("stop", self.number):
+                stopped = bounded(
+                    "stop()",
+                    self.session.stop,
+                    self.host.timeouts.start_bound(self.options.connect_timeout),
+                )
             self.stopped = stopped
             self.host.session_files.extend(stopped.session_files)
             self.host._saw(stopped.text)
@@ -338,7 +355,25 @@ class Host:
     profiles: frozenset[str] = frozenset()
     case_profiles: frozenset[str] = frozenset()
     reviews: list[ToolReview] = field(default_factory=list)
+    # what the harness did and when (monitors order journal entries by it), and which mock
+    # each configured name stands for
+    moments: Timeline = field(default_factory=Timeline)
+    bound: dict[str, MarkedMock] = field(default_factory=dict)
+    listings: list[str] = field(default_factory=list)  # what each list_servers() showed
+    configured: list[ServerConfig] = field(default_factory=list)  # every add, removed too
+    # (question, path) of each configuration file whose bytes changed during a question
+    config_changes: list[tuple[str, str]] = field(default_factory=list)
     _allowed: bool = False
+
+    def config_digest(self) -> dict[Path, str]:
+        """A digest of each configuration file the host reported writing ("" if gone)."""
+        found = {}
+        for path in dict.fromkeys(self.config_paths):
+            try:
+                found[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                found[path] = ""
+        return found
 
     def _saw(self, *texts: str | None) -> None:
         self.seen.extend(t for t in texts if t)
@@ -389,11 +424,12 @@ class Host:
         self.allow_loopback()
         server = self._for_add(server)
         try:
-            shown = bounded(
-                f"add_server({server.name!r})",
-                lambda: self.adapter.add_server(self.home, server),
-                self.timeouts.config_bound(),
-            )
+            with self.moments.step("add", text=server.name):
+                shown = bounded(
+                    f"add_server({server.name!r})",
+                    lambda: self.adapter.add_server(self.home, server),
+                    self.timeouts.config_bound(),
+                )
         except AssertionError:  # the harness's own bound: the client hangs
             raise
         except Exception as exc:
@@ -404,6 +440,7 @@ class Host:
                 ) from exc
             raise
         self.servers[server.name] = server
+        self.configured.append(server)
         self.config_paths.extend(Path(p) for p in shown.paths)
         self._saw(shown.text)
         return shown
@@ -439,8 +476,10 @@ class Host:
         """Tell the mock model that the server configured as `name` is `mock` (so a scripted
         `Step.call(server=name, ...)` finds its tools); `add_http`/`add_stdio` do it."""
         # anything with a command or URL may stand in for a mock; only marked ones are bound
-        if self.model is not None and getattr(mock, "marker_token", None):
-            self.model.bind(name, mock)
+        if getattr(mock, "marker_token", None):
+            self.bound[name] = mock
+            if self.model is not None:
+                self.model.bind(name, mock)
 
     def add_stdio(
         self,
@@ -465,22 +504,25 @@ class Host:
 
     def remove(self, name: str) -> Shown:
         self.allow_loopback()
-        shown = bounded(
-            f"remove_server({name!r})",
-            lambda: self.adapter.remove_server(self.home, name),
-            self.timeouts.config_bound(),
-        )
+        with self.moments.step("remove", text=name):
+            shown = bounded(
+                f"remove_server({name!r})",
+                lambda: self.adapter.remove_server(self.home, name),
+                self.timeouts.config_bound(),
+            )
         self.servers.pop(name, None)
         self._saw(shown.text)
         return shown
 
     def list(self) -> Shown:  # noqa: A003 - the configuration command's name
-        shown = bounded(
-            "list_servers()",
-            lambda: self.adapter.list_servers(self.home),
-            self.timeouts.config_bound(),
-        )
+        with self.moments.step("list"):
+            shown = bounded(
+                "list_servers()",
+                lambda: self.adapter.list_servers(self.home),
+                self.timeouts.config_bound(),
+            )
         self._saw(shown.text)
+        self.listings.append(shown.text or "")
         return shown
 
     # running --------------------------------------------------------------------------------
@@ -507,11 +549,13 @@ class Host:
         self.allow_loopback()
         options = self.options(**overrides)
         began = time.monotonic()
-        session = bounded(
-            "start()",
-            lambda: self.adapter.start(options),
-            self.timeouts.start_bound(options.connect_timeout),
-        )
+        resumed = f"resume {options.resume}" if options.resume else ""
+        with self.moments.step("start", len(self.runs), resumed):
+            session = bounded(
+                "start()",
+                lambda: self.adapter.start(options),
+                self.timeouts.start_bound(options.connect_timeout),
+            )
         running = Running(self, session, options, time.monotonic() - began)
         self.runs.append(running)
         if PINNING in self.profiles and not ({PINNING, FLAGGING} & self.case_profiles):

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from mcp_host_conformance.harness.cases.mock_contract import Journal, MarkedMock, ModelService
@@ -55,12 +58,14 @@ __all__ = [
     "output_text",
     "paired_outputs",
     "reply_calls",
+    "same_json",
     "shows_status",
     "stated_status",
     "status_problem",
     "status_text",
     "stays_quiet",
     "user_texts",
+    "wait_until",
     "STATUS_WORDS",
 ]
 
@@ -335,3 +340,27 @@ def status_problem(
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"
     return None
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality with types: `false` is not `0`, `1` is not `"1"`; numbers by value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def wait_until(condition: Callable[[], bool], within: float) -> bool:
+    """Poll `condition` (a /proc reading: there is no event for another process's exit)
+    every 10 ms until it holds or `within` seconds pass."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        select.select([], [], [], 0.01)
+    return True

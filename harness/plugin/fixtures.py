@@ -34,6 +34,8 @@ from mcp_host_conformance.harness.cases.mock_contract import (
     StdioServerMock,
 )
 from mcp_host_conformance.harness.contract.adapter import Adapter, Description
+from mcp_host_conformance.harness.monitors.observed import Observed
+from mcp_host_conformance.harness.oauth.browser_watch import browser_watch
 from mcp_host_conformance.harness.run.cleanup import RESOURCES
 from mcp_host_conformance.harness.run.client_under_test import (
     client_adapter,
@@ -87,7 +89,13 @@ class Case:
         # closed after its hosts stopped and its mocks closed
         self.adapters: list[Adapter] = []
         self.stdio_mocks: list[StdioServerMock] = []
+        self.model: ModelService | None = None
+        self.secrets = Secrets()  # the case's canaries (the `secrets` fixture)
         self._count = 0
+        self._stop_problems: list[BaseException] = []
+        self._stopped = False
+        watch = browser_watch()
+        self._browsers = (watch, watch.mark()) if watch is not None else None
 
     def workdir(self, prefix: str) -> Path:
         self._count += 1
@@ -95,10 +103,35 @@ class Case:
         path.mkdir()
         return path
 
+    def stop_hosts(self) -> list[BaseException]:
+        """Stop every session still running (once): what a case left running ends as its user
+        would end it, before the monitors read what the case made."""
+        if not self._stopped:
+            self._stopped = True
+            for host in self.hosts:
+                self._stop_problems.extend(host.stop_all())
+        return self._stop_problems
+
+    def observed(self, profiles: frozenset[str], grace: float) -> Observed:
+        """What the case made, for the rule monitors (call `stop_hosts` first)."""
+        record = Observed(
+            hosts=list(self.hosts),
+            mocks=[*self.mocks, *self.stdio_mocks],
+            model=self.model,
+            secrets=self.secrets,
+            home=self.home,
+            project=self.project,
+            profiles=profiles,
+            grace=grace,
+            all_stopped=not self._stop_problems,
+        )
+        if self._browsers is not None:
+            watch, mark = self._browsers
+            record.browsers_opened = watch.opened_since(mark)
+        return record
+
     def close(self) -> list[BaseException]:
-        problems: list[BaseException] = []
-        for host in self.hosts:
-            problems.extend(host.stop_all())
+        problems: list[BaseException] = list(self.stop_hosts())
         for mock in self.stdio_mocks:
             _kill_leftovers(mock)
         for closable in reversed(self.mocks):
@@ -214,6 +247,7 @@ def model(case: Case) -> ModelService:
     service: MockResponses = MockResponses()
     service.start()
     case.mocks.append(service)
+    case.model = service
     REGISTRY.add(service.api_key, "model API key")
     return service
 
@@ -324,6 +358,7 @@ def restarted_host(
 
 
 @pytest.fixture
-def secrets() -> Secrets:
-    """Canary secrets: `secrets.new("label")`, then `secrets.found_in(...)` and friends."""
-    return Secrets()
+def secrets(case: Case) -> Secrets:
+    """Canary secrets: `secrets.new("label")`, then `secrets.found_in(...)` and friends (the
+    case's own, which the rule monitors know as this case's secrets)."""
+    return case.secrets

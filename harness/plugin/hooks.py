@@ -18,17 +18,20 @@ run as Ctrl-C does (`mcp_host_conformance.harness.run.cleanup`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd
+from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd, Timeouts
 from mcp_host_conformance.harness.cases.items import is_case, option, requirement_ids
+from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
-from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
+from mcp_host_conformance.harness.plugin.fixtures import Case
+from mcp_host_conformance.harness.reports.reporting import FINDINGS, ReportingPlugin
 from mcp_host_conformance.harness.run.cleanup import (
     SigtermHandler,
     install_sigterm,
@@ -47,7 +50,13 @@ from mcp_host_conformance.harness.run.client_under_test import (
 from mcp_host_conformance.harness.run.workers import add_option as add_workers_option
 from mcp_host_conformance.harness.run.workers import check_options as check_workers_options
 from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa: F401 - the hook
-from mcp_host_conformance.harness.verdicts.outcomes import NOT_APPLICABLE_PREFIX
+from mcp_host_conformance.harness.verdicts.outcomes import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_PREFIX,
+    SKIPPED,
+    Finding,
+    MonitorFailure,
+)
 from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, replaced_for
 
 GROUP: Final = "mcp-host-conformance"
@@ -111,6 +120,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="PATH",
         help="a baseline file of requirement or case IDs expected to fail",
+    )
+    group.addoption(
+        "--no-monitors",
+        action="store_true",
+        default=False,
+        help="do not run the rule monitors after each case (each rule is then checked by its "
+        "own cases only)",
     )
     group.addoption(
         "--timeout-scale",
@@ -197,14 +213,53 @@ def pytest_collection_modifyitems(
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """A case that needs a server configured which a verified-add host refused to save (its
-    first sync failed, SYNC-1) cannot be set up on such a host: not applicable, with why."""
+    """After a case's body: the rule monitors read what it made (`watch_case`).
+
+    A case that needs a server configured which a verified-add host refused to save (its
+    first sync failed, SYNC-1) cannot be set up on such a host: not applicable, with why.
+    A monitor's findings fail other rules than the case's own: a case whose own checks
+    passed, or that ended not applicable or skipped, raises them as a MonitorFailure that
+    keeps its own outcome; a case that failed keeps its failure, and its findings travel
+    beside it."""
+    own: BaseException | None = None
+    result: Any = None
     try:
-        return (yield)
+        result = yield
+    except (KeyboardInterrupt, SystemExit):
+        raise
     except RefusedAtAdd as exc:
         if not is_case(item):
             raise
-        pytest.skip(f"{NOT_APPLICABLE_PREFIX}{exc}")
+        own = pytest.skip.Exception(f"{NOT_APPLICABLE_PREFIX}{exc}")
+    except BaseException as exc:
+        own = exc
+    findings = watch_case(item)
+    if isinstance(own, pytest.skip.Exception) and findings:
+        reason = str(own.msg)
+        skipped = NOT_APPLICABLE if reason.startswith(NOT_APPLICABLE_PREFIX) else SKIPPED
+        raise MonitorFailure(findings, own=skipped, reason=reason)
+    if own is not None:
+        raise own
+    if findings:
+        raise MonitorFailure(findings)
+    return result
+
+
+def watch_case(item: pytest.Item) -> list[Finding]:
+    """Stop the case's sessions and run every rule monitor over what it made (its findings
+    are kept in the item's stash for the report); [] for a test that is no case, made no
+    `case`, or when monitors are off."""
+    case = getattr(item, "funcargs", {}).get("case")
+    if not is_case(item) or not isinstance(case, Case) or option(item.config, "no_monitors", False):
+        return []
+    case.stop_hosts()
+    grace = max(1.0, 3 * Timeouts.scaled(timeout_scale(item.config)).grace)
+    observed = case.observed(frozenset(client_description(item.config).profiles), grace)
+    findings, problems = watch(observed)
+    for problem in problems:
+        warnings.warn(f"mcp-host-conformance: {problem} (in {item.nodeid})", stacklevel=1)
+    item.stash[FINDINGS] = findings
+    return findings
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -66,6 +66,8 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     WARNING,
     ConformanceFailure,
     Contribution,
+    Finding,
+    MonitorFailure,
     PreconditionFailure,
     case_outcome,
     requirement_outcome,
@@ -97,10 +99,13 @@ P_EXPECTED: Final = "expected"
 P_ACTUAL: Final = "actual"
 P_MESSAGE: Final = "message"
 P_REASON: Final = "reason"
+P_MONITORS: Final = "monitor_findings"  # JSON: the rule monitors' findings in this case
 OWN_PROPERTIES: Final = frozenset(
     (P_REQUIREMENTS, P_CASE, P_OUTCOME, P_AT_STAKE, P_PRECONDITION)
-    + (P_EXPECTED, P_ACTUAL, P_MESSAGE, P_REASON)
+    + (P_EXPECTED, P_ACTUAL, P_MESSAGE, P_REASON, P_MONITORS)
 )
+# What the rule monitors found at the end of a case's body (the plugin puts it here).
+FINDINGS: Final = pytest.StashKey[list[Finding]]()
 WORKER_COLLECTED: Final = "mcp_host_conformance_collected"
 
 # Table columns in order; the optional ones show only when some count is not zero.
@@ -126,6 +131,9 @@ class CaseResult:
     failed_requirements: list[str] = field(default_factory=list)  # what a failure is about
     precondition: bool = False  # the failure is a precondition of the case's own check
     figures: dict[str, Any] = field(default_factory=dict)  # what the case recorded
+    # rules other than its own that a monitor saw broken in this case: rule, monitor,
+    # expected, actual, outcome
+    monitors: list[dict[str, str]] = field(default_factory=list)
 
 
 # ---- pure views of the result model --------------------------------------------------------
@@ -142,10 +150,24 @@ def _contributions(case: CaseResult) -> dict[str, Contribution]:
             )
         for rid in case.failed_requirements:
             found[rid] = Contribution(case.id, case.outcome)
-        return found
+        return _with_monitors(case, found)
     outcome, reason = case.outcome, case.reason
     for rid in [*case.requirements, *(case.failed_requirements if failing else [])]:
         found.setdefault(rid, Contribution(case.id, outcome, reason))
+    return _with_monitors(case, found)
+
+
+def _with_monitors(case: CaseResult, found: dict[str, Contribution]) -> dict[str, Contribution]:
+    """A monitor's finding is the case's word on that rule too: the worse of the two."""
+    for finding in case.monitors:
+        rid, outcome = finding["rule"], finding["outcome"]
+        known = found.get(rid)
+        if (
+            known is None
+            or known.outcome in (NOT_RUN, SKIPPED)
+            or worst([known.outcome, outcome]) == outcome
+        ):
+            found[rid] = Contribution(case.id, outcome, f"monitor {finding['monitor']}")
     return found
 
 
@@ -309,6 +331,17 @@ def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> li
             lines.append(f"{title}:")
             for case in listed:
                 lines += ["  " + text for text in _case_block(case)]
+    seen_by_monitors = [(case, f) for case in cases for f in case.monitors]
+    if seen_by_monitors:
+        lines.append("")
+        lines.append("rules broken where a rule monitor saw it (in a case of another rule):")
+        for case, finding in seen_by_monitors:
+            outcome = _HEADINGS.get(finding["outcome"], finding["outcome"])
+            lines.append(
+                f"  {finding['rule']} {outcome}, seen in {case.id} (monitor {finding['monitor']})"
+            )
+            lines.append("    " + visible(f"expected: {finding.get('expected', '')}"))
+            lines.append("    " + visible(f"actual: {finding.get('actual', '')}"))
     partial = [(rid, e) for rid, e in report["requirements"].items() if e["outcome"] == PARTIAL]
     if partial:
         lines.append("")
@@ -373,6 +406,22 @@ def _clean_report(report: pytest.TestReport) -> None:
         if cleaned != text:
             report.longrepr = cleaned
     report.sections = [(title, REGISTRY.redact(body)) for title, body in report.sections]
+
+
+def _findings(raw: object) -> list[dict[str, str]]:
+    if not isinstance(raw, str):
+        return []
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(found, list):
+        return []
+    return [
+        {k: str(v) for k, v in f.items()}
+        for f in found
+        if isinstance(f, dict) and {"rule", "monitor", "outcome"} <= f.keys()
+    ]
 
 
 @dataclass
@@ -465,6 +514,12 @@ class ReportingPlugin:
         if call.excinfo is not None and call.excinfo.errisinstance(KeyboardInterrupt):
             phase = SKIPPED  # the run was stopped (Ctrl-C, SIGTERM): nothing was learnt
             _set_property(item, P_REASON, "the run was interrupted")
+        elif (
+            report.failed
+            and call.excinfo is not None
+            and isinstance(call.excinfo.value, MonitorFailure)
+        ):
+            phase = self._monitors_only(report, item, cid, call.excinfo.value)
         elif report.skipped:
             reason = _skip_reason(call)
             phase = case_outcome("skipped", None, reason)
@@ -478,6 +533,8 @@ class ReportingPlugin:
             phase = self._rewrite_failure(report, item, cid, at_stake, phase)
         elif report.when == "call":
             phase = case_outcome("passed", severest_level(known))
+        if report.when == "call" and FINDINGS in item.stash:
+            self._record_findings(item, cid, item.stash[FINDINGS])
         if phase is not None:
             previous = dict(item.user_properties).get(P_OUTCOME)
             outcome = worst([phase] + ([str(previous)] if previous else []))
@@ -487,6 +544,45 @@ class ReportingPlugin:
             (k, v if k in OWN_PROPERTIES else _figure_value(v)) for k, v in item.user_properties
         ]
         return report
+
+    def _record_findings(self, item: pytest.Item, cid: str, findings: list[Finding]) -> bool:
+        """Keep the monitors' findings with their outcomes (a rule's level, the baseline);
+        whether any of them fails the run."""
+        recorded = []
+        for finding in findings:
+            level = severest_level([finding.rule])
+            outcome = case_outcome("failed", level)
+            if (
+                outcome in (FAILED, WARNING)
+                and self.baseline
+                and self.baseline.covers(cid, [finding.rule])
+            ):
+                outcome = EXPECTED_FAILURE
+            recorded.append(
+                {
+                    **{k: REGISTRY.redact(v) for k, v in finding.to_json().items()},
+                    "outcome": outcome,
+                }
+            )
+        _set_property(item, P_MONITORS, json.dumps(recorded, ensure_ascii=False))
+        return any(
+            r["outcome"] == FAILED or (r["outcome"] == WARNING and self.strict) for r in recorded
+        )
+
+    def _monitors_only(
+        self, report: pytest.TestReport, item: pytest.Item, cid: str, exc: MonitorFailure
+    ) -> str:
+        """The case's own checks passed (or it ended skipped) and monitors saw other rules
+        broken: the case keeps its own outcome; the run fails only if a finding does."""
+        if exc.reason:
+            _set_property(item, P_REASON, REGISTRY.redact(exc.reason))
+        if not self._record_findings(item, cid, exc.findings):
+            if exc.own == PASSED:
+                report.outcome, report.longrepr = "passed", None
+            else:
+                report.outcome = "skipped"
+                report.longrepr = (str(item.path), 0, REGISTRY.redact(exc.reason))
+        return exc.own
 
     def _record_failure(
         self,
@@ -570,6 +666,7 @@ class ReportingPlugin:
                     failed_requirements=text(P_AT_STAKE).split(),
                     precondition=bool(text(P_PRECONDITION)),
                     figures={k: v for k, v in p.items() if k not in OWN_PROPERTIES},
+                    monitors=_findings(p.get(P_MONITORS)),
                 )
             )
         return results
@@ -594,10 +691,16 @@ class ReportingPlugin:
         collected = dict(self._collected)
         for case in self.cases:
             collected[case.nodeid] = CaseRecord(case.id, tuple(case.requirements), case.outcome)
+        # a monitor's finding is what the case said of that rule too, for the audit
+        heard = [
+            CaseRecord(case.id, (finding["rule"],), finding["outcome"])
+            for case in self.cases
+            for finding in case.monitors
+        ]
         stale: list[str] = []
         unknown: list[str] = []
         if self.baseline is not None:
-            stale, unknown = audit(self.baseline, collected.values(), REQUIREMENTS)
+            stale, unknown = audit(self.baseline, [*collected.values(), *heard], REQUIREMENTS)
             if (stale or unknown) and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.cases and self.baseline is None:

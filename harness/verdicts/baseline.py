@@ -154,7 +154,15 @@ def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = Fals
             {
                 str(case.get("id"))
                 for case in report.get("cases") or []
-                if isinstance(case, Mapping) and case.get("outcome") in failing
+                if isinstance(case, Mapping)
+                and (
+                    case.get("outcome") in failing
+                    # a case in which a rule monitor saw another rule broken
+                    or any(
+                        isinstance(f, Mapping) and f.get("outcome") in failing
+                        for f in case.get("monitors") or []
+                    )
+                )
             }
         )
     client = report.get("client") if isinstance(report.get("client"), Mapping) else None

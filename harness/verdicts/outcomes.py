@@ -38,6 +38,8 @@ __all__ = [
     "WARNING",
     "ConformanceFailure",
     "Contribution",
+    "Finding",
+    "MonitorFailure",
     "PreconditionFailure",
     "case_outcome",
     "check",
@@ -103,6 +105,44 @@ class ConformanceFailure(AssertionError):
         self.expected = expected
         self.actual = actual
         super().__init__(failure_message(self.ids, expected, actual, self.prefix))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule broken where a monitor saw it (`harness.monitors`): in a case of any rule, not
+    only the rule's own. `monitor` names what watched; `case` is filled in by the report."""
+
+    rule: str
+    monitor: str
+    expected: str
+    actual: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "rule": self.rule,
+            "monitor": self.monitor,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+class MonitorFailure(ConformanceFailure):
+    """The case's own checks ended (`own`: "passed", or the skip that ended it) and a rule
+    monitor then saw other rules broken in what the case made (`findings`). The report fails
+    those rules, naming this case; the case's own requirements keep their own verdict."""
+
+    prefix = "rule monitor: "
+
+    def __init__(self, findings: Sequence[Finding], own: str = "passed", reason: str = "") -> None:
+        self.findings = list(findings)
+        self.own = own
+        self.reason = reason
+        first = self.findings[0]
+        super().__init__(
+            sorted({f.rule for f in self.findings}),
+            f"{first.expected} (monitor {first.monitor})",
+            first.actual + (f"; and {len(self.findings) - 1} more" if len(findings) > 1 else ""),
+        )
 
 
 class PreconditionFailure(ConformanceFailure):

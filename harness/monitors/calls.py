@@ -1,0 +1,246 @@
+"""Monitors of the calls a host sends: approved first, sent once, whole, at most 16 a turn,
+each paired with one output; nothing called while a session reopens.
+
+Strategy: calls are counted, not matched by what a prompt showed. The i-th `tools/call` any
+server received (in time order) must have arrived after the person had answered i approval
+prompts (APR-1), and after i answers that were not a refusal (APR-2): this holds for every
+conforming host however it shows its prompt, batches its calls or names its tools. A call
+is tied to the model's function call through the mock's marker, so "sent twice" means more
+`tools/call` for a mock's tool than the model asked for (RETRY-1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from mcp_host_conformance.harness.cases.timeline import denies
+from mcp_host_conformance.harness.monitors.observed import Observed, Served
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.mocks.journal import Entry
+
+TURN_LIMIT = 16
+
+
+def _arguments(entry: Entry) -> Any:
+    params = entry.params if isinstance(entry.params, dict) else {}
+    return params.get("arguments", {})
+
+
+def _shown(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _approval_times(observed: Observed, counted: bool) -> list[float]:
+    return sorted(m.ended for m in observed.of("approval") if not counted or not denies(m.text))
+
+
+def _unapproved(observed: Observed, counted: bool) -> Iterator[tuple[int, Served, Entry, int]]:
+    """(index, server, call, answers before it) of each call that arrived before enough
+    answers (any answer; with `counted`, answers that were not a refusal)."""
+    answers = _approval_times(observed, counted)
+    for index, (served, entry) in enumerate(observed.tool_calls()):
+        before = sum(1 for t in answers if t <= entry.time)
+        if before < index + 1:
+            yield index, served, entry, before
+
+
+@monitor(
+    "calls-wait-for-approval",
+    "APR-1 APR-3",
+    "the n-th tools/call any server received arrived after the person answered n approval "
+    "prompts (APR-3 when the tool carries annotations)",
+)
+def calls_wait_for_approval(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for index, served, entry, before in _unapproved(observed, counted=False):
+        tool = served.tool_of(entry)
+        what = f"{served.label}/{tool}"
+        yield self.finding(
+            "APR-1",
+            "every MCP call waits for its own approval: nothing reaches the server before it",
+            f"call number {index + 1} ({what}) reached the server after {before} approval "
+            "prompt(s) had been answered",
+        )
+        annotated = next((t for t in served.tools() if t.name == tool and t.annotations), None)
+        if annotated is not None:
+            yield self.finding(
+                "APR-3",
+                "annotations never skip the approval",
+                f"{what}, annotated {_shown(annotated.annotations)}, was called without one",
+            )
+        return  # the first is enough: every later count is off by the same call
+
+
+@monitor(
+    "refusal-sends-nothing",
+    "APR-2",
+    "the n-th tools/call arrived after n answers that were not a refusal (an empty answer, "
+    "`n` or anything but yes denies)",
+)
+def refusal_sends_nothing(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    if next(_unapproved(observed, counted=False), None) is not None:
+        return  # sent without any prompt: APR-1's finding, not a refusal ignored
+    for index, served, entry, before in _unapproved(observed, counted=True):
+        refused = [repr(m.text) for m in observed.of("approval") if denies(m.text)]
+        yield self.finding(
+            "APR-2",
+            "a refused call is never sent",
+            f"call number {index + 1} ({served.label}/{served.tool_of(entry)}) reached the "
+            f"server with only {before} approving answer(s) before it (refusals given: "
+            f"{', '.join(refused[:5])})",
+        )
+        return
+
+
+def _asked(observed: Observed) -> Counter[tuple[int, str]]:
+    return Counter(
+        (id(c.served), str(c.tool)) for c in observed.model_calls if c.served is not None
+    )
+
+
+@monitor(
+    "sent-once",
+    "RETRY-1",
+    "no server received more tools/call for a tool than the model asked for (a retry by the "
+    "host or a library it uses, after a timeout, a dropped connection, a lost session)",
+)
+def sent_once(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    asked = _asked(observed)
+    sent: Counter[tuple[int, str]] = Counter()
+    labels: dict[tuple[int, str], str] = {}
+    for served, entry in observed.tool_calls():
+        key = (id(served), str(served.tool_of(entry)))
+        sent[key] += 1
+        labels[key] = f"{served.label}/{key[1]}"
+    for key, count in sent.items():
+        if count > asked[key]:
+            yield self.finding(
+                "RETRY-1",
+                "a call is never sent twice: one tools/call for each call the model made",
+                f"{labels[key]} received {count} tools/call for {asked[key]} call(s) by the model",
+            )
+
+
+def _decoded(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError):
+        return None
+
+
+@monitor(
+    "arguments-whole",
+    "APR-5",
+    "each tools/call carried exactly the arguments of a call the model made to that tool",
+)
+def arguments_whole(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    wanted: dict[tuple[int, str], list[Any]] = {}
+    for call in observed.model_calls:
+        if call.served is not None:
+            decoded = _decoded(call.arguments)
+            if isinstance(decoded, dict):
+                wanted.setdefault((id(call.served), str(call.tool)), []).append(decoded)
+    for served, entry in observed.tool_calls():
+        key = (id(served), str(served.tool_of(entry)))
+        if key not in wanted:
+            continue  # a call the model made with arguments that are no JSON object
+        received = _arguments(entry)
+        if received not in wanted[key]:
+            yield self.finding(
+                "APR-5",
+                "the server receives the complete arguments the model sent",
+                f"{served.label}/{key[1]} received {_shown(received)}; the model sent "
+                f"{' or '.join(_shown(w) for w in wanted[key][:3])}",
+            )
+
+
+@monitor(
+    "sixteen-a-turn",
+    "TURN-1",
+    "while one question's turn ran, the servers together received at most 16 tools/call",
+)
+def sixteen_a_turn(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    calls = [entry.time for _, entry in observed.tool_calls()]
+    for turn in observed.of("ask"):
+        inside = sum(1 for t in calls if turn.began <= t <= turn.ended)
+        if inside > TURN_LIMIT:
+            yield self.finding(
+                "TURN-1",
+                f"no more than {TURN_LIMIT} MCP calls in one turn",
+                f"{inside} tools/call reached the servers during the turn of {turn.text!r}",
+            )
+
+
+@monitor(
+    "nothing-called-on-reopen",
+    "SESS-2",
+    "while a session was being reopened (a start with a session to resume), no server "
+    "received a tools/call",
+)
+def nothing_called_on_reopen(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for start in observed.of("start"):
+        if not start.text.startswith("resume"):
+            continue
+        inside = [
+            f"{s.label}/{s.tool_of(e)}"
+            for s, e in observed.tool_calls()
+            if start.began <= e.time <= start.ended
+        ]
+        if inside:
+            yield self.finding(
+                "SESS-2",
+                "nothing is called again while a session reopens",
+                f"tools/call while reopening: {', '.join(inside[:5])}",
+            )
+
+
+def _outputs(body: dict[str, Any]) -> Counter[str]:
+    items = body.get("input")
+    return Counter(
+        str(i.get("call_id"))
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    )
+
+
+@monitor(
+    "one-output-per-call",
+    "RES-11",
+    "a request that carries an output for some of a reply's calls carries one for each of "
+    "them, and no call's output twice",
+)
+def one_output_per_call(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    requests = observed.requests
+    for request in requests:
+        outputs = _outputs(request.body)
+        twice = [cid for cid, n in outputs.items() if n > 1]
+        if twice:
+            yield self.finding(
+                "RES-11",
+                "exactly one paired output for each function call",
+                f"model request {request.index + 1} carries {len(twice)} call(s) with several "
+                f"outputs ({', '.join(twice[:3])})",
+            )
+    for request in requests:
+        ids = [c.call_id for c in request.calls]
+        if not ids:
+            continue
+        later = next(
+            (r for r in requests[request.index + 1 :] if set(ids) & set(_outputs(r.body))),
+            None,
+        )
+        if later is None:
+            continue
+        missing = [cid for cid in ids if cid not in _outputs(later.body)]
+        if missing:
+            yield self.finding(
+                "RES-11",
+                "every function call gets its paired output in the next request, whatever "
+                "its status",
+                f"model request {later.index + 1} carries outputs for some calls of reply "
+                f"{request.index + 1} but none for {', '.join(missing[:3])}",
+            )

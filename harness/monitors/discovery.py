@@ -1,0 +1,131 @@
+"""Monitors of when a host talks to its servers: connects and lists at start, once, never
+at an add (CFG-1), never again for a removed server (CFG-5), never lists again once the
+session asks the model (DISC-5).
+
+Strategy: each request a server received is placed among the harness's steps by its time:
+during a start, a question, a stop, an add, or between them. A step another session of the
+same case was taking at the time (a second start beside a first) makes a request ambiguous,
+and an ambiguous request is never judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mcp_host_conformance.harness.cases.timeline import Moment
+from mcp_host_conformance.harness.monitors.observed import Observed
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+
+
+def _during(moments: list[Moment], time: float) -> list[Moment]:
+    return [m for m in moments if m.began <= time <= m.ended]
+
+
+@monitor(
+    "connected-once-at-start",
+    "DISC-1",
+    "each start initializes each server at most once, and no server is first contacted "
+    "during a question (discovery happens at start, before the first question)",
+)
+def connected_once_at_start(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    starts = observed.of("start")
+    asks = observed.of("ask")
+    for served in observed.served:
+        if not served.names:
+            continue
+        initializes = served.requests("initialize")
+        for start in starts:
+            inside = [e for e in initializes if start.began <= e.time <= start.ended]
+            if len(inside) > 1 and len(_during(starts, inside[0].time)) == 1:
+                yield self.finding(
+                    "DISC-1",
+                    f"{served.label} connected once per start",
+                    f"{len(inside)} initialize requests during one start",
+                )
+                break
+        for start in starts:
+            session = [m for m in asks if m.run == start.run]
+            stop = next((m for m in observed.of("stop") if m.run == start.run), None)
+            end = stop.ended if stop is not None else float("inf")
+            first = next((e for e in initializes if start.began <= e.time <= end), None)
+            if first is None or not _during(session, first.time) or _during(starts, first.time):
+                continue
+            yield self.finding(
+                "DISC-1",
+                f"{served.label} connected and listed at start, before the first question",
+                f"its first initialize of a session came during the question "
+                f"{_during(session, first.time)[0].text!r}",
+            )
+            break
+
+
+@monitor(
+    "no-listing-while-asking",
+    "DISC-5",
+    "no server received tools/list while a question was being answered (the list is fixed "
+    "once discovery finishes; not repeated per turn)",
+)
+def no_listing_while_asking(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    busy = observed.of("start", "review", "add", "stop")
+    for served in observed.served:
+        for entry in served.requests("tools/list"):
+            asks = _during(observed.of("ask"), entry.time)
+            if asks and not _during(busy, entry.time):
+                yield self.finding(
+                    "DISC-5",
+                    "tools/list is not repeated once discovery finished",
+                    f"{served.label} received tools/list during the question {asks[0].text!r}",
+                )
+                break
+
+
+@monitor(
+    "adding-does-not-connect",
+    "CFG-1",
+    "no server received anything before the first start of a host that had it configured",
+    unless=("verified-add",),
+)
+def adding_does_not_connect(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    starts = observed.of("start")
+    first_start = min((m.began for m in starts), default=None)
+    for served in observed.served:
+        if not served.names or not served.entries:
+            continue
+        early = [e for e in served.entries if first_start is None or e.time < first_start]
+        adds = [m for m in observed.of("add") if m.text in served.names]
+        if early and adds and early[0].time >= adds[0].began:
+            yield self.finding(
+                "CFG-1",
+                f"adding {served.label} does not connect to it",
+                f"it received {early[0].method or early[0].http_method} "
+                f"{'before any start' if first_start is None else 'before the first start'}",
+            )
+
+
+@monitor(
+    "removed-stays-away",
+    "CFG-5",
+    "a server removed from the configuration received nothing at any later start (unless "
+    "it was added again)",
+)
+def removed_stays_away(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for removal in observed.of("remove"):
+        served = observed.served_as(removal.text)
+        if served is None or len(served.names) != 1:
+            continue
+        again = [
+            m for m in observed.of("add") if m.text == removal.text and m.began > removal.ended
+        ]
+        until = again[0].began if again else float("inf")
+        later_starts = [m for m in observed.of("start") if removal.ended < m.began < until]
+        for start in later_starts:
+            reached = [e for e in served.entries if start.began <= e.time <= start.ended]
+            if reached:
+                yield self.finding(
+                    "CFG-5",
+                    f"{served.label}, removed, is not connected at the next start",
+                    f"it received {reached[0].method or reached[0].http_method} during a start "
+                    "after its removal",
+                )
+                return

@@ -1,0 +1,99 @@
+"""Monitors of where a host's requests go: no OAuth flow without the OAuth profile (CRED-6),
+no request completed over a certificate nobody trusts (NET-2), no redirect followed
+(NET-3).
+
+Strategy: every HTTP mock journals each request it parses, so a request that reached a mock
+it should not have is plain to see: an OAuth discovery path, any request at all at a mock
+whose certificate the host must refuse, a request at a server that only a redirect named.
+Whether the host opened a browser is what the run's stand-in browsers logged during the case
+(the plugin hands it over: this room does not reach into the OAuth room).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mcp_host_conformance.harness.monitors.observed import Observed
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.mocks.authorization_server import is_oauth_path
+
+UNTRUSTED_TLS = ("untrusted", "wrong-host", "expired")
+
+
+def _mocks(observed: Observed) -> Iterator[tuple[str, object, list[object]]]:
+    for served in observed.served:
+        yield served.label, served.mock, list(served.entries)
+    for mock in observed.other_mocks:
+        try:
+            entries = list(mock.journal.entries())
+        except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
+            continue
+        yield type(mock).__name__, mock, entries
+
+
+@monitor(
+    "no-oauth-flow",
+    "CRED-6",
+    "no mock received an OAuth request (metadata discovery, registration, authorization, "
+    "token) and no browser was opened",
+    unless=("oauth",),
+)
+def no_oauth_flow(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    steps = []
+    for label, _mock, entries in _mocks(observed):
+        for entry in entries:
+            path = getattr(entry, "path", None)
+            if getattr(entry, "kind", None) == "http" and path and is_oauth_path(path):
+                steps.append(f"{label}: {getattr(entry, 'http_method', '')} {path[:80]}")
+    steps += [f"a browser opened: {line[:120]}" for line in observed.browsers_opened]
+    if steps:
+        yield self.finding(
+            "CRED-6",
+            "a host without OAuth starts no OAuth flow",
+            "; ".join(steps[:4]),
+        )
+
+
+@monitor(
+    "untrusted-certificate-refused",
+    "NET-2",
+    "no request was completed to a TLS mock whose certificate is untrusted, for another "
+    "host, or expired",
+)
+def untrusted_certificate_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for served in observed.served:
+        tls = getattr(served.mock, "tls", None)
+        if tls in UNTRUSTED_TLS and served.names and served.entries:
+            yield self.finding(
+                "NET-2",
+                f"{served.label}'s certificate ({tls}) is refused: nothing reaches it",
+                f"it received {len(served.entries)} journal entries over TLS",
+            )
+
+
+@monitor(
+    "redirect-not-followed",
+    "NET-3",
+    "a server that only a redirect named (never configured) received nothing",
+)
+def redirect_not_followed(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    targets = {
+        str(s.mock.spec.misbehaviour.redirect_to).split("#")[0]: s
+        for s in observed.served
+        if s.names and s.mock.spec.misbehaviour.redirect_to
+    }
+    if not targets:
+        return
+    for label, mock, entries in _mocks(observed):
+        url = str(getattr(mock, "url", "") or "")
+        named_by = next(
+            (s for target, s in targets.items() if url and target.startswith(url)), None
+        )
+        configured = any(label in s.names for s in observed.served if s.mock is mock)
+        if named_by is not None and not configured and entries:
+            yield self.finding(
+                "NET-3",
+                f"the redirect from {named_by.label} is not followed",
+                f"its target {label} received {len(entries)} journal entries",
+            )

@@ -1,0 +1,263 @@
+"""Monitors of what the model is offered: names (EXP-1, EXP-2), parameters (EXP-3),
+descriptions (EXP-4), servers over a discovery limit kept out (DISC-6 to DISC-10, NET-4),
+and the set of MCP tools fixed for a session (DISC-5).
+
+Strategy: every offered function that carries a mock's marker is tied to its server and tool
+(`Observed.target`), so each rule is judged for every MCP tool of every model request of
+every case, with the configured name the host was given for that server. What the rule
+leaves to the host (which hash suffix, where the note goes) is never judged; a server known
+under two names in one case is skipped, since its label could rightly be either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from mcp_host_conformance.harness.cases.observe import same_json
+from mcp_host_conformance.harness.monitors.observed import ModelRequest, Observed, Served
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.mocks.responses.script import offered_functions
+from mcp_host_conformance.mocks.spec import MISSING
+
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # fullmatch: `$` would let "x\n" through
+KIB = 1024
+MIB = 1024 * KIB
+# The decisions of DISC-8 and DISC-9: sizes are the UTF-8 length of the compact JSON, and
+# the MUST cases stand a kibibyte off the bound (the exact bound is an INFO case): a monitor
+# judges no closer either.
+SCHEMA_LIMIT = 16 * KIB
+DEFINITIONS_LIMIT = 64 * KIB
+MARGIN = KIB
+MAX_PAGES = 16
+MAX_TOOLS = 128
+MESSAGE_LIMIT = MIB
+
+
+def _mcp_offers(
+    observed: Observed, request: ModelRequest
+) -> list[tuple[dict[str, Any], Served, str]]:
+    found = []
+    for function, _namespace in offered_functions(request.body):
+        served, tool = observed.target(function)
+        if served is not None and tool is not None:
+            found.append((function, served, tool))
+    return found
+
+
+def _one_name(served: Served) -> str | None:
+    return served.names[0] if len(served.names) == 1 else None
+
+
+@monitor(
+    "exposed-names",
+    "EXP-1 EXP-2",
+    "every offered MCP function's name matches the pattern, starts with mcp_, is unique in "
+    "its request, and is mcp_<server>_<tool> whenever that is valid and unique",
+)
+def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    reported: set[tuple[str, str]] = set()
+    for request in observed.requests:
+        offers = _mcp_offers(observed, request)
+        names = [str(f.get("name")) for f, _namespace in offered_functions(request.body)]
+        plain_counts: dict[str, int] = {}
+        for _f, served, tool in offers:
+            server = _one_name(served)
+            if server is not None:
+                plain = f"mcp_{server}_{tool}"
+                plain_counts[plain] = plain_counts.get(plain, 0) + 1
+        for function, served, tool in offers:
+            name = str(function.get("name"))
+            what = f"{served.label}/{tool}"
+            bad = (
+                NAME.fullmatch(name) is None or not name.startswith("mcp_") or names.count(name) > 1
+            )
+            if bad and ("EXP-2", what) not in reported:
+                reported.add(("EXP-2", what))
+                yield self.finding(
+                    "EXP-2",
+                    "every offered name matches ^[A-Za-z0-9_-]{1,64}$, starts with mcp_ and is "
+                    "unique in the request",
+                    f"{what} offered as {name!r} in model request {request.index + 1}"
+                    + (
+                        f" ({names.count(name)} functions of that name)"
+                        if names.count(name) > 1
+                        else ""
+                    ),
+                )
+            server = _one_name(served)
+            if server is None:
+                continue
+            plain = f"mcp_{server}_{tool}"
+            unique = plain_counts.get(plain) == 1 and plain not in [n for n in names if n != name]
+            if NAME.fullmatch(plain) and unique and name != plain:
+                if ("EXP-1", what) not in reported:
+                    reported.add(("EXP-1", what))
+                    yield self.finding(
+                        "EXP-1",
+                        f"{what} offered as {plain} (a valid, unique name)",
+                        f"offered as {name!r} in model request {request.index + 1}",
+                    )
+
+
+@monitor(
+    "parameters-as-served",
+    "EXP-3",
+    "every offered MCP function's parameters equal its tool's inputSchema as served, and "
+    "strict is false",
+)
+def parameters_as_served(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    reported: set[str] = set()
+    for request in observed.requests:
+        for function, served, tool in _mcp_offers(observed, request):
+            what = f"{served.label}/{tool}"
+            if what in reported:
+                continue
+            schemas = [
+                t.definition().get("inputSchema")
+                for t in served.tools()
+                if t.name == tool and isinstance(t.input_schema, dict)
+            ]
+            if not schemas or function.get("type") not in (None, "function"):
+                continue  # no schema, or a malformed one: the host's answer is not judged here
+            parameters = function.get("parameters")
+            if not any(same_json(parameters, schema) for schema in schemas):
+                reported.add(what)
+                yield self.finding(
+                    "EXP-3",
+                    f"the parameters of {what} equal its inputSchema exactly",
+                    f"offered {json.dumps(parameters)[:160]} for {json.dumps(schemas[0])[:160]}",
+                )
+            elif function.get("strict") is not False:
+                reported.add(what)
+                yield self.finding(
+                    "EXP-3",
+                    f"{what} offered with strict: false",
+                    f"strict: {function.get('strict', '<absent>')!r}",
+                )
+
+
+@monitor(
+    "labelled-descriptions",
+    "EXP-4",
+    "every offered MCP function's description starts with [MCP server S, tool T], holds the "
+    "server's description text, and says `untrusted`",
+)
+def labelled_descriptions(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    reported: set[str] = set()
+    for request in observed.requests:
+        for function, served, tool in _mcp_offers(observed, request):
+            server = _one_name(served)
+            what = f"{served.label}/{tool}"
+            if server is None or what in reported:
+                continue
+            texts = [t.description for t in served.tools() if t.name == tool]
+            description = str(function.get("description") or "")
+            label = f"[MCP server {server}, tool {tool}]"
+            problems = []
+            if not description.startswith(label):
+                problems.append(f"starts {description[:80]!r}, not {label!r}")
+            if texts and not any(text in description for text in texts):
+                problems.append("the server's description is not in it whole")
+            if "untrusted" not in description.lower():
+                problems.append("no note with the word 'untrusted'")
+            if problems:
+                reported.add(what)
+                yield self.finding(
+                    "EXP-4",
+                    "each description: the label, the server's text, and a note with 'untrusted'",
+                    f"{what}: " + "; ".join(problems),
+                )
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _broken_limits(served: Served) -> list[tuple[str, str]]:
+    """(rule, why) for each discovery limit the server's spec breaks by a clear margin."""
+    spec = served.mock.spec
+    tools = list(spec.tools)
+    broken = []
+    if spec.page_size and -(-len(tools) // spec.page_size) > MAX_PAGES:
+        pages = -(-len(tools) // spec.page_size)
+        broken.append(("DISC-6", f"its tools/list takes {pages} pages"))
+    if len(tools) > MAX_TOOLS:
+        broken.append(("DISC-7", f"it lists {len(tools)} tools"))
+    definitions = [t.definition() for t in tools]
+    for definition in definitions:
+        schema = definition.get("inputSchema", MISSING)
+        if schema is MISSING or not isinstance(schema, dict):
+            broken.append(("DISC-8", f"tool {definition['name']!r} has no object inputSchema"))
+            break
+        if _size(schema) > SCHEMA_LIMIT + MARGIN:
+            broken.append(("DISC-8", f"tool {definition['name']!r}'s schema is {_size(schema)} B"))
+            break
+    total = sum(_size(d) for d in definitions)
+    if total > DEFINITIONS_LIMIT + MARGIN:
+        broken.append(("DISC-9", f"its definitions total {total} B"))
+    bad = spec.misbehaviour
+    if bad.oversize_at in ("initialize", "tools/list") and bad.oversize_bytes > MESSAGE_LIMIT:
+        broken.append(("NET-4", f"its {bad.oversize_at} answer is {bad.oversize_bytes} B"))
+    return broken
+
+
+@monitor(
+    "over-limit-kept-out",
+    "DISC-6 DISC-7 DISC-8 DISC-9 DISC-10 NET-4",
+    "no tool of a server over a discovery limit (pages, tools, schema, definitions, message "
+    "size) is offered to the model",
+)
+def over_limit_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for served in observed.served:
+        if not served.names:
+            continue
+        broken = _broken_limits(served)
+        if not broken:
+            continue
+        offered = sorted(
+            {
+                tool
+                for r in observed.requests
+                for _f, s, tool in _mcp_offers(observed, r)
+                if s is served
+            }
+        )
+        if not offered:
+            continue
+        for rule, why in broken:
+            for finding_rule in dict.fromkeys((rule, "DISC-10")):
+                yield self.finding(
+                    finding_rule,
+                    f"{served.label} is unavailable ({why}): none of its tools reaches the model",
+                    f"the model was offered {', '.join(offered[:5])}",
+                )
+
+
+@monitor(
+    "offers-fixed-per-session",
+    "DISC-5",
+    "within one session every model request offers the same MCP tools (a list_changed or a "
+    "new tools/list has no effect until restart)",
+    unless=("pinning", "instruction-flagging"),
+)
+def offers_fixed_per_session(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for run in {m.run for m in observed.of("ask")}:
+        windows = [m for m in observed.of("ask") if m.run == run]
+        offers = []
+        for request in observed.requests:
+            if any(w.began <= request.time <= w.ended for w in windows):
+                tools = {(id(s), t) for _f, s, t in _mcp_offers(observed, request)}
+                offers.append((request, tools))
+        for (first, tools), (later, changed) in zip(offers, offers[1:], strict=False):
+            if changed != tools:
+                yield self.finding(
+                    "DISC-5",
+                    "the MCP tools offered stay those of the session's discovery",
+                    f"model request {later.index + 1} offers {len(changed)} MCP tool(s), "
+                    f"request {first.index + 1} of the same session {len(tools)}",
+                )
+                break

@@ -1,0 +1,319 @@
+"""Monitors of what the model is told of a call's result: the server's text in order (RES-1),
+its structured content when there is no text (RES-4), its error message (RES-5), binary data
+kept out (RES-2), resource links listed and never opened (RES-3), at most 64 KiB of output
+(RES-10); and, for the profiles, the marking (UNTR-1) and valid arguments only (ARGS-1).
+
+Strategy: the result a mock sent for a `tools/call` is computed again from its spec and the
+arguments it received (`mocks._rpc.call_tool_result`, what the mock itself runs), and tied
+to the model's function call by the mock tool's marker and the arguments. Only the
+substance is judged, never a status word (the catalog's decision on RES); and only where
+the outcome cannot rightly be another: a server that answered at once, normally, with a
+small result free of secrets and control characters, and an output that does not say the
+call ended unknown (a call timeout on a starved machine must not read as a lost text).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, REGISTRY
+from mcp_host_conformance.harness.cases.observe import output_text, stated_status
+from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
+from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.harness.verdicts.safe_text import visible
+from mcp_host_conformance.mocks._rpc import call_tool_result
+from mcp_host_conformance.mocks.journal import Entry
+from mcp_host_conformance.mocks.spec import Tool
+
+KIB = 1024
+OUTPUT_LIMIT = 64 * KIB
+FRAMING_SLACK = KIB  # room for a status line or a marker around the output (RES-10)
+JUDGED_RESULT = 48 * KIB  # larger results are RES-10's, not judged for their text here
+
+
+def _plainly_answered(served: Served) -> bool:
+    """The server answers tools/call at once, normally: no misbehaviour touches the call."""
+    bad = served.mock.spec.misbehaviour
+    return not (
+        bad.drop_call
+        or "tools/call" in bad.stall
+        or bad.delays.get("tools/call")
+        or bad.oversize_at == "tools/call"
+        or bad.garbage
+        or bad.garbage_at == "tools/call"
+        or bad.call_http_status
+        or bad.fail_at == "tools/call"
+        or bad.poll_call
+        or bad.reject_status
+        or bad.accept_header
+        or bad.change_tools_after_call
+        or bad.exit_at == "tools/call"
+        or bad.redirect_status
+    )
+
+
+def _outputs(observed: Observed) -> dict[str, Any]:
+    """call_id -> the first output the model received for it."""
+    found: dict[str, Any] = {}
+    for request in observed.requests:
+        items = request.body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                found.setdefault(str(item.get("call_id")), item.get("output"))
+    return found
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def paired(observed: Observed) -> Iterator[tuple[Called, Served, Tool, Entry]]:
+    """Each model call that reached its server, with the tool and the server's request, where
+    that is certain: every call the model made to that tool with those arguments reached it
+    (the same count on both sides: paired in order), and the server served one definition
+    of that tool all along."""
+    waiting: dict[tuple[int, str, str], list[Entry]] = {}
+    for served, entry in observed.tool_calls():
+        params = entry.params if isinstance(entry.params, dict) else {}
+        arguments = json.dumps(params.get("arguments"), sort_keys=True)
+        waiting.setdefault((id(served), str(params.get("name")), arguments), []).append(entry)
+    asked: dict[tuple[int, str, str], list[Called]] = {}
+    for call in observed.model_calls:
+        if call.served is not None and call.tool is not None:
+            arguments = json.dumps(_decoded(call.arguments), sort_keys=True)
+            asked.setdefault((id(call.served), call.tool, arguments), []).append(call)
+    for key, calls in asked.items():
+        entries = waiting.get(key, [])
+        served = calls[0].served
+        assert served is not None
+        tools = [t for t in served.tools() if t.name == key[1]]
+        if len(entries) != len(calls) or len({json.dumps(t.definition()) for t in tools}) != 1:
+            continue
+        for call, entry in zip(calls, entries, strict=True):
+            yield call, served, tools[0], entry
+
+
+def _readable(output: Any) -> list[str]:
+    """The output as text, and, when that text is JSON, its string values joined: a host may
+    hand the model the server's text inside a JSON object."""
+    text = output_text(output)
+    found = [text]
+    decoded = output if isinstance(output, dict | list) else _decoded(text)
+    if isinstance(decoded, dict | list):
+        leaves: list[str] = []
+
+        def walk(value: Any, depth: int = 0) -> None:
+            if depth > 32:
+                return
+            if isinstance(value, str):
+                leaves.append(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item, depth + 1)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item, depth + 1)
+
+        walk(decoded)
+        found.append("\n".join(leaves))
+    return found
+
+
+def _in_order(pieces: list[str], texts: list[str]) -> bool:
+    for text in texts:
+        at = 0
+        for piece in pieces:
+            at = text.find(piece, at)
+            if at == -1:
+                break
+            at += len(piece)
+        else:
+            return True
+    return False
+
+
+def _judgeable(result: Any, pieces: list[str]) -> bool:
+    """A small result whose text holds no secret and no control character (the host must
+    remove or neutralize those: CRED-3, HARD-1)."""
+    size = len(json.dumps(result, ensure_ascii=False).encode())
+    return size <= JUDGED_RESULT and all(
+        visible(p) == p and REGISTRY.redact(p) == p and CANARY_PREFIX not in p for p in pieces
+    )
+
+
+@monitor(
+    "result-substance",
+    "RES-1 RES-4 RES-5",
+    "the output the model got for a call the server answered at once holds the server's "
+    "text blocks in order, else its structured content, or its error message",
+)
+def result_substance(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    outputs = _outputs(observed)
+    reported: set[str] = set()
+    for call, served, tool, entry in paired(observed):
+        if not _plainly_answered(served) or call.call_id not in outputs:
+            continue
+        output = outputs[call.call_id]
+        if stated_status(output) in ("unknown", "denied"):
+            continue
+        params = entry.params if isinstance(entry.params, dict) else {}
+        result = call_tool_result(tool, params.get("arguments") or {})
+        texts = _readable(output)
+        what = f"{served.label}/{tool.name}"
+        if isinstance(result, tuple):
+            rule, pieces, says = "RES-5", [result[1]], "the server's error message"
+        else:
+            blocks = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
+            pieces = [b for b in blocks if isinstance(b, str) and b]
+            if result.get("isError"):
+                rule, says = "RES-5", "the server's error message"
+            elif pieces:
+                rule, says = "RES-1", "the server's text blocks, in order"
+            elif isinstance(result.get("structuredContent"), dict):
+                structured = result["structuredContent"]
+                rule, says = "RES-4", "the structured content"
+                pieces = [str(v) for v in structured.values() if not isinstance(v, dict | list)]
+            else:
+                continue
+        pieces = [p for p in pieces if p.strip()]
+        if not _judgeable(result, pieces):
+            continue
+        held = (
+            _in_order(pieces, texts)
+            if rule == "RES-1"
+            else any(all(p in text for p in pieces) for text in texts)
+        )
+        if not pieces or held or rule in reported:
+            continue
+        reported.add(rule)
+        yield self.finding(
+            rule,
+            f"the model is given {says} for {what}",
+            f"it got {visible(texts[0][:200])!r}; the server sent {visible(repr(pieces)[:200])}",
+        )
+
+
+@monitor(
+    "binary-kept-out",
+    "RES-2",
+    "no image, audio or blob data a server returned reached the model",
+)
+def binary_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    if observed.model is None:
+        return
+    data = []
+    for served in observed.served:
+        for tool in served.tools():
+            for block in tool.reply.content:
+                inner = block.get("resource") if block.get("type") == "resource" else block
+                value = (inner or {}).get("data") or (inner or {}).get("blob")
+                if isinstance(value, str) and len(value) >= 16:
+                    data.append((f"{served.label}/{tool.name}", value))
+    if not data:
+        return
+    text = "\n".join(json.dumps(r.body, ensure_ascii=False) for r in observed.requests)
+    for what, value in data:
+        if value in text:
+            yield self.finding(
+                "RES-2",
+                "image, audio and binary data is marked as omitted, never sent to the model",
+                f"the data {what} returned reached the model",
+            )
+            return
+
+
+@monitor(
+    "links-not-opened",
+    "RES-3",
+    "no server received resources/read",
+)
+def links_not_opened(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for served in observed.served:
+        reads = served.requests("resources/read")
+        if reads:
+            uri = (reads[0].params or {}).get("uri") if isinstance(reads[0].params, dict) else None
+            yield self.finding(
+                "RES-3",
+                "resource links are listed, not opened",
+                f"{served.label} received resources/read for {str(uri)[:120]!r}",
+            )
+
+
+@monitor(
+    "output-bounded",
+    "RES-10",
+    "no tool output the model received was over 64 KiB (with 1 KiB of framing)",
+)
+def output_bounded(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for call_id, output in _outputs(observed).items():
+        size = len(output_text(output).encode())
+        if size > OUTPUT_LIMIT + FRAMING_SLACK:
+            yield self.finding(
+                "RES-10",
+                "the model receives at most 64 KiB of a result",
+                f"the output for call {call_id} was {size} bytes",
+            )
+            return
+
+
+@monitor(
+    "results-marked-untrusted",
+    "UNTR-1",
+    "every output of a call that reached its server is marked untrusted",
+    only=("untrusted-marking",),
+)
+def results_marked_untrusted(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    outputs = _outputs(observed)
+    for call, served, tool, _entry in paired(observed):
+        output = outputs.get(call.call_id)
+        answered = _plainly_answered(served) and call.call_id in outputs
+        if answered and stated_status(output) not in ("unknown", "denied"):
+            problem = untrusted_marking(output, "")
+            if problem:
+                yield self.finding(
+                    "UNTR-1",
+                    f"the result of {served.label}/{tool.name} is marked untrusted",
+                    problem,
+                )
+                return
+
+
+@monitor(
+    "arguments-valid",
+    "ARGS-1",
+    "every tools/call carried arguments valid against the tool's input schema",
+    only=("schema-validation",),
+)
+def arguments_valid(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    for served, entry in observed.tool_calls():
+        name = served.tool_of(entry)
+        tool = next((t for t in served.tools() if t.name == name), None)
+        if tool is None or not isinstance(tool.input_schema, dict):
+            continue
+        schema = tool.definition().get("inputSchema")
+        params = entry.params if isinstance(entry.params, dict) else {}
+        try:
+            cls = validator_for(schema, default=Draft202012Validator)
+            cls.check_schema(schema)
+            valid = cls(schema).is_valid(params.get("arguments", {}))
+        except (SchemaError, RecursionError, ValueError, TypeError):
+            continue  # a schema the check cannot use: not a host's verdict
+        if not valid:
+            yield self.finding(
+                "ARGS-1",
+                "invalid arguments are never sent",
+                f"{served.label}/{name} received arguments its schema refuses: "
+                f"{visible(json.dumps(params.get('arguments'))[:160])}",
+            )
+            return
