@@ -13,25 +13,17 @@ a module of its own (test_configuration_by_model.py).
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
 import pytest
 
+from mcp_host_conformance.harness.cases.lures import lure_spec, plant
 from mcp_host_conformance.harness.cases.observe import stays_quiet
 from mcp_host_conformance.harness.run.fresh_process import restarted
 from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
-
-COMMON_PROJECT_FILES = (".mcp.json", "mcp.json", ".vscode/mcp.json", ".cursor/mcp.json")
-
-
-def lure_spec(name: str) -> ServerSpec:
-    return ServerSpec(
-        name=name, tools=[Tool("lure", "Must never be discovered.", reply=Reply.text("x"))]
-    )
 
 
 def ordinary_spec(name: str = "docs") -> ServerSpec:
@@ -66,16 +58,6 @@ def test_adding_a_server_does_not_connect(host, http_mock, stdio_mock, descripti
     )
 
 
-def _project_config(url: str, command: list[str]) -> str:
-    # Both common shapes (mcpServers for Claude/Cursor style, servers for VS Code style),
-    # with a remote and a local server, so that any reader of any of them takes the bait.
-    servers = {
-        "project-remote": {"type": "http", "url": url},
-        "project-local": {"type": "stdio", "command": command[0], "args": command[1:]},
-    }
-    return json.dumps({"mcpServers": servers, "servers": servers}, indent=2)
-
-
 @pytest.mark.requirements("CFG-2")
 def test_project_configuration_is_never_read(
     host, project, http_mock, stdio_mock, model, description, timeouts
@@ -84,14 +66,7 @@ def test_project_configuration_is_never_read(
     the working directory (a project) is never read."""
     remote_lure = http_mock(lure_spec("project-remote"))
     local_lure = stdio_mock(lure_spec("project-local"))
-    text = _project_config(remote_lure.url, local_lure.command)
-    names = list(COMMON_PROJECT_FILES) + [
-        n for n in description.project_config_files if n not in COMMON_PROJECT_FILES
-    ]
-    for name in names:
-        path = project / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    names = plant(project, description.project_config_files, remote_lure.url, local_lure.command)
     host.add_http("docs", http_mock(ordinary_spec()))
 
     running = host.start()
@@ -130,17 +105,10 @@ def test_project_configuration_is_never_read_even_without_home_servers(
     all, and with the project files in the working directory and in its parent."""
     remote_lure = http_mock(lure_spec("project-remote"))
     local_lure = stdio_mock(lure_spec("project-local"))
-    text = _project_config(remote_lure.url, local_lure.command)
     cwd = project / "src"
     cwd.mkdir()
-    names = list(COMMON_PROJECT_FILES) + [
-        n for n in description.project_config_files if n not in COMMON_PROJECT_FILES
-    ]
     for base in (cwd, project):
-        for name in names:
-            path = base / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+        plant(base, description.project_config_files, remote_lure.url, local_lure.command)
 
     running = host.start(cwd=cwd)
     model.script([Step.text("hello")])

@@ -24,9 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import secrets as _random
-import select
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -38,13 +36,12 @@ from mcp_host_conformance.harness.cases.observe import (
     wait_until,
 )
 from mcp_host_conformance.harness.cases.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.monitors.stdio import ALLOWED_ENV, COERCED_LC_CTYPE  # noqa: E402
 from mcp_host_conformance.harness.run.orphans import handed_to_us, reap_if_ours
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.journal import JournalTimeout
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.stdio_server import SCRIPT, process_state
-
-from mcp_host_conformance.harness.monitors.stdio import ALLOWED_ENV, COERCED_LC_CTYPE  # noqa: E402
 
 
 def started(mock, name: str, *, own: str | None = None):

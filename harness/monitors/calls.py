@@ -96,12 +96,6 @@ def refusal_sends_nothing(self: Monitor, observed: Observed) -> Iterator[Finding
         return
 
 
-def _asked(observed: Observed) -> Counter[tuple[int, str]]:
-    return Counter(
-        (id(c.served), str(c.tool)) for c in observed.model_calls if c.served is not None
-    )
-
-
 @monitor(
     "sent-once",
     "RETRY-1",
@@ -109,19 +103,23 @@ def _asked(observed: Observed) -> Counter[tuple[int, str]]:
     "host or a library it uses, after a timeout, a dropped connection, a lost session)",
 )
 def sent_once(self: Monitor, observed: Observed) -> Iterator[Finding]:
-    asked = _asked(observed)
-    sent: Counter[tuple[int, str]] = Counter()
-    labels: dict[tuple[int, str], str] = {}
+    # Counted per server: a call sent under another name than the one asked for (a name the
+    # host mangled) is a wrong call, not a second one.
+    asked = Counter(id(c.served) for c in observed.model_calls if c.served is not None)
+    sent: Counter[int] = Counter()
+    tools: dict[int, Counter[str]] = {}
     for served, entry in observed.tool_calls():
-        key = (id(served), str(served.tool_of(entry)))
-        sent[key] += 1
-        labels[key] = f"{served.label}/{key[1]}"
-    for key, count in sent.items():
-        if count > asked[key]:
+        sent[id(served)] += 1
+        tools.setdefault(id(served), Counter())[str(served.tool_of(entry))] += 1
+    for served in observed.served:
+        key = id(served)
+        if sent[key] > asked[key]:
+            most = ", ".join(f"{t} {n}x" for t, n in tools[key].most_common(3))
             yield self.finding(
                 "RETRY-1",
                 "a call is never sent twice: one tools/call for each call the model made",
-                f"{labels[key]} received {count} tools/call for {asked[key]} call(s) by the model",
+                f"{served.label} received {sent[key]} tools/call ({most}) for {asked[key]} "
+                "call(s) by the model",
             )
 
 
@@ -244,3 +242,46 @@ def one_output_per_call(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 f"model request {later.index + 1} carries outputs for some calls of reply "
                 f"{request.index + 1} but none for {', '.join(missing[:3])}",
             )
+
+
+def _uncertain(served: Served) -> bool:
+    """Every call to it ends without an answer, whatever the machine's speed: the connection
+    dropped after the request was read, a stall, or an answer over the message limit."""
+    bad = served.mock.spec.misbehaviour
+    return bool(
+        bad.drop_call
+        or "tools/call" in bad.stall
+        or (bad.oversize_at == "tools/call" and bad.oversize_bytes > 1024 * 1024)
+    )
+
+
+@monitor(
+    "acknowledged-before-next-question",
+    "RETRY-2",
+    "after a question in which a call ended without an answer (dropped, stalled, oversized), "
+    "the session's next question reached the model only after the person accepted an "
+    "acknowledgement",
+)
+def acknowledged_before_next(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    asks = observed.of("ask")
+    uncertain = [e.time for s, e in observed.tool_calls() if _uncertain(s)]
+    for ask in asks:
+        if not any(ask.began <= t <= ask.ended for t in uncertain):
+            continue
+        following = next((a for a in asks if a.run == ask.run and a.began > ask.ended), None)
+        if following is None:
+            continue
+        sent = [r for r in observed.requests if following.began <= r.time <= following.ended]
+        accepted = [
+            m.ended
+            for m in observed.of("acknowledgement")
+            if m.accepted and following.began <= m.ended <= following.ended
+        ]
+        if sent and not any(t <= sent[0].time for t in accepted):
+            yield self.finding(
+                "RETRY-2",
+                "after an unknown result the next question waits for an acknowledgement",
+                f"the question {following.text!r} reached the model without one accepted "
+                f"first ({len(observed.of('acknowledgement'))} acknowledgement prompt(s) in all)",
+            )
+            return

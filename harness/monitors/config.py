@@ -29,3 +29,18 @@ def configuration_untouched(self: Monitor, observed: Observed) -> Iterator[Findi
             "only the user's configuration command or file changes the configuration",
             f"{path} changed during the question {question!r}",
         )
+
+
+@monitor(
+    "project-config-ignored",
+    "CFG-2",
+    "the servers named only in the project files every case's working directory holds were "
+    "never contacted or started",
+)
+def project_config_ignored(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    if observed.lures_reached:
+        yield self.finding(
+            "CFG-2",
+            "MCP configuration found in the working directory is never read",
+            "; ".join(observed.lures_reached[:3]),
+        )

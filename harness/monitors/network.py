@@ -97,3 +97,49 @@ def redirect_not_followed(self: Monitor, observed: Observed) -> Iterator[Finding
                 f"the redirect from {named_by.label} is not followed",
                 f"its target {label} received {len(entries)} journal entries",
             )
+
+
+def _plain_remote(url: str) -> str | None:
+    """The host of a plain-HTTP URL to anything but loopback, else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    if parts.scheme != "http" or host == "localhost" or host == "::1" or host.startswith("127."):
+        return None
+    return host
+
+
+@monitor(
+    "plain-http-refused",
+    "NET-1",
+    "no listener at a non-loopback address that a server was configured for over plain HTTP "
+    "was ever connected to",
+)
+def plain_http_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    from mcp_host_conformance.harness.contract.adapter import HttpServer
+
+    remote = {
+        host: config.name
+        for config in observed.configured
+        if isinstance(config, HttpServer)
+        for host in [_plain_remote(config.url)]
+        if host is not None
+    }
+    for mock in observed.other_mocks:
+        address = str(getattr(mock, "address", "")).strip("[]")
+        if address in remote:
+            try:
+                entries = list(mock.journal.entries())
+            except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
+                continue
+            if entries:
+                yield self.finding(
+                    "NET-1",
+                    f"the plain-HTTP URL of {remote[address]} (not loopback) is refused without "
+                    "a connection",
+                    f"{len(entries)} connection(s) reached {address}",
+                )

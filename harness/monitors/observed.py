@@ -119,6 +119,7 @@ class Observed:
         self.grace = grace  # how long to wait for what must already have happened (an exit)
         self.all_stopped = all_stopped  # every session's stop() returned
         self.browsers_opened: list[str] = []  # what the run's stand-in browsers logged
+        self.lures_reached: list[str] = []  # what reached the run's project-config lures
         self.model = model
         self.home = home
         self.project = project

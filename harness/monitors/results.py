@@ -91,13 +91,13 @@ def paired(observed: Observed) -> Iterator[tuple[Called, Served, Tool, Entry]]:
             asked.setdefault((id(call.served), call.tool, arguments), []).append(call)
     for key, calls in asked.items():
         entries = waiting.get(key, [])
-        served = calls[0].served
-        assert served is not None
-        tools = [t for t in served.tools() if t.name == key[1]]
+        target = calls[0].served
+        assert target is not None
+        tools = [t for t in target.tools() if t.name == key[1]]
         if len(entries) != len(calls) or len({json.dumps(t.definition()) for t in tools}) != 1:
             continue
         for call, entry in zip(calls, entries, strict=True):
-            yield call, served, tools[0], entry
+            yield call, target, tools[0], entry
 
 
 def _readable(output: Any) -> list[str]:

@@ -81,7 +81,8 @@ def secret_never_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
     if not values:
         return
     search = observed.secrets_of(values)
-    hits = search.found_in_texts(observed.seen)
+    listings = {text for host in observed.hosts for text in host.listings}
+    hits = search.found_in_texts(t for t in observed.seen if t not in listings)  # CFG-4's
     if observed.model is not None:
         hits += search.found_in(_journal_text(observed.model.journal.entries()), "model requests")
     private = {p.resolve() for p in observed.config_paths}
@@ -102,15 +103,16 @@ def secret_never_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
 @monitor(
     "secret-files-private",
     "CFG-3",
-    "every file under HOME that holds a configured secret is mode 0600 (no group or other "
-    "bits), in a directory no group or other may write",
+    "every configuration file the host wrote that holds a configured secret is mode 0600 (no "
+    "group or other bits), in a directory no group or other may write (a secret in any other "
+    "file is CRED-3's)",
 )
 def secret_files_private(self: Monitor, observed: Observed) -> Iterator[Finding]:
     values = [c.value for c, _owners in observed.configured_secrets]
     if not values:
         return
     search = observed.secrets_of(values)
-    for path in observed.files_under(observed.home):
+    for path in sorted(p for p in observed.config_paths if p.is_file()):
         if not search.found_in(_read(path)):
             continue
         try:
@@ -123,7 +125,7 @@ def secret_files_private(self: Monitor, observed: Observed) -> Iterator[Finding]
                 "CFG-3",
                 "the file holding a credential is private (0600, its directory not group or "
                 "world writable)",
-                f"{path.relative_to(observed.home)} is {stat.S_IMODE(mode):04o} in a directory "
+                f"{path.name} is {stat.S_IMODE(mode):04o} in a directory "
                 f"{stat.S_IMODE(folder):04o}",
             )
 

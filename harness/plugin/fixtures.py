@@ -19,7 +19,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ import pytest
 
 from mcp_host_conformance.harness.cases.canaries import REGISTRY, Secrets
 from mcp_host_conformance.harness.cases.hostrun import Host, Timeouts
+from mcp_host_conformance.harness.cases.lures import lure_spec, plant
 from mcp_host_conformance.harness.cases.mock_contract import (
     Closable,
     HttpServerMock,
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = [  # what the plugin registers: the fixtures (and the Case type they share)
     "Case",
+    "Lures",
+    "_lures",
     "_second_process",
     "adapter",
     "case",
@@ -74,11 +78,45 @@ HttpMockFactory = Callable[..., "HttpMock"]  # http_mock(spec, tls=None)
 StdioMockFactory = Callable[["ServerSpec"], "StdioMock"]  # stdio_mock(spec)
 
 
+class Lures:
+    """The run's project-configuration lures (CFG-2), one remote and one local server named
+    only in the project files every case's working directory holds (`cases.lures`); one
+    pair per process, whose requests during a case are that case's (the rule monitors)."""
+
+    def __init__(self, root: Path) -> None:
+        from mcp_host_conformance.mocks.http_server import HttpMock
+        from mcp_host_conformance.mocks.stdio_server import StdioMock
+
+        self.remote = HttpMock(lure_spec("project-remote")).start()
+        self.local = StdioMock(lure_spec("project-local"), root)
+
+    def plant(self, project: Path, declared: Sequence[str]) -> None:
+        plant(project, declared, str(self.remote.url), self.local.command)
+
+    def reached_since(self, began: float) -> list[str]:
+        methods = [
+            str(e.method) for e in self.remote.journal.entries(kind="rpc") if e.time >= began
+        ]
+        found = [f"the remote lure received {', '.join(dict.fromkeys(methods))}"] if methods else []
+        found += [
+            "the local lure was started"
+            for e in self.local.journal.entries(kind="process")
+            if e.time >= began
+        ]
+        return found
+
+    def close(self) -> None:
+        self.remote.close()
+        _kill_leftovers(self.local)
+
+
 class Case:
     """Everything one test started, torn down in order at the end (see the module comment)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, lures: Lures | None = None) -> None:
         self.root = root
+        self.lures = lures
+        self.began = time.time()
         self.home = root / "home"
         self.project = root / "project"
         self.home.mkdir(mode=0o700)
@@ -128,6 +166,8 @@ class Case:
         if self._browsers is not None:
             watch, mark = self._browsers
             record.browsers_opened = watch.opened_since(mark)
+        if self.lures is not None:
+            record.lures_reached = self.lures.reached_since(self.began)
         return record
 
     def close(self) -> list[BaseException]:
@@ -212,13 +252,23 @@ def network() -> Network:
 # ---- per case ------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="session")
+def _lures(description: Description) -> Iterator[Lures]:
+    root = Path(tempfile.mkdtemp(prefix="mcphc-lures-", dir=RESOURCES.temp_root()))
+    lures = Lures(root)
+    yield lures
+    lures.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
-def case() -> Iterator[Case]:
+def case(_lures: Lures, description: Description) -> Iterator[Case]:
     # whatever a host leaves unreaped when it exits comes back to this process, not init
     # (harness.orphans): STDIO-5 then sees it on any machine, and teardown reaps it
     become_subreaper()
     root = Path(tempfile.mkdtemp(prefix="mcphc-", dir=RESOURCES.temp_root()))
-    owner = Case(root)
+    owner = Case(root, _lures)
+    _lures.plant(owner.project, description.project_config_files)
     yield owner
     problems = owner.close()
     hangs = [p for p in problems if isinstance(p, AssertionError)]

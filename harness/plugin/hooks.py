@@ -31,7 +31,11 @@ from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
 from mcp_host_conformance.harness.plugin.fixtures import Case
-from mcp_host_conformance.harness.reports.reporting import FINDINGS, ReportingPlugin
+from mcp_host_conformance.harness.reports.reporting import (
+    FINDINGS,
+    MONITOR_VERDICT,
+    ReportingPlugin,
+)
 from mcp_host_conformance.harness.run.cleanup import (
     SigtermHandler,
     install_sigterm,
@@ -237,12 +241,19 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if isinstance(own, pytest.skip.Exception) and findings:
         reason = str(own.msg)
         skipped = NOT_APPLICABLE if reason.startswith(NOT_APPLICABLE_PREFIX) else SKIPPED
-        raise MonitorFailure(findings, own=skipped, reason=reason)
+        _monitors_fail(item, MonitorFailure(findings, own=skipped, reason=reason))
     if own is not None:
         raise own
     if findings:
-        raise MonitorFailure(findings)
+        _monitors_fail(item, MonitorFailure(findings))
     return result
+
+
+def _monitors_fail(item: pytest.Item, failure: MonitorFailure) -> None:
+    # A failure of pytest's own kind, without a traceback: the findings are the message, and
+    # the report keeps the case's own outcome (reporting reads the stash).
+    item.stash[MONITOR_VERDICT] = failure
+    pytest.fail(str(failure), pytrace=False)
 
 
 def watch_case(item: pytest.Item) -> list[Finding]:

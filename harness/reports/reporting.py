@@ -104,8 +104,10 @@ OWN_PROPERTIES: Final = frozenset(
     (P_REQUIREMENTS, P_CASE, P_OUTCOME, P_AT_STAKE, P_PRECONDITION)
     + (P_EXPECTED, P_ACTUAL, P_MESSAGE, P_REASON, P_MONITORS)
 )
-# What the rule monitors found at the end of a case's body (the plugin puts it here).
+# What the rule monitors found at the end of a case's body (the plugin puts it here), and,
+# when they alone failed the case, how its own checks ended.
 FINDINGS: Final = pytest.StashKey[list[Finding]]()
+MONITOR_VERDICT: Final = pytest.StashKey[MonitorFailure]()
 WORKER_COLLECTED: Final = "mcp_host_conformance_collected"
 
 # Table columns in order; the optional ones show only when some count is not zero.
@@ -514,12 +516,8 @@ class ReportingPlugin:
         if call.excinfo is not None and call.excinfo.errisinstance(KeyboardInterrupt):
             phase = SKIPPED  # the run was stopped (Ctrl-C, SIGTERM): nothing was learnt
             _set_property(item, P_REASON, "the run was interrupted")
-        elif (
-            report.failed
-            and call.excinfo is not None
-            and isinstance(call.excinfo.value, MonitorFailure)
-        ):
-            phase = self._monitors_only(report, item, cid, call.excinfo.value)
+        elif report.failed and report.when == "call" and MONITOR_VERDICT in item.stash:
+            phase = self._monitors_only(report, item, cid, item.stash[MONITOR_VERDICT])
         elif report.skipped:
             reason = _skip_reason(call)
             phase = case_outcome("skipped", None, reason)
