@@ -343,25 +343,27 @@ _NESTED: dict[type, dict[str, type]] = {}
 _NESTED_LISTS: dict[type, dict[str, type]] = {}
 
 _validate: Any = None
+_invalid: type[Exception] = ValueError  # the compiled checker's own exception class
 
 
 def prepare_checks() -> None:
     """Compile the schema now (a process that forks workers does it once for all of them)."""
-    global _validate
+    global _validate, _invalid
     if _validate is None:
         import fastjsonschema
 
         with open(SCHEMA_FILE, encoding="utf-8") as f:
             _validate = fastjsonschema.compile(json.load(f))
+        # kept with the code that raises it: the module imported again later (a test that
+        # forgets modules) would make a class of the same name that this code never raises
+        _invalid = fastjsonschema.JsonSchemaValueException
 
 
 def _check(data: Any, where: str) -> None:
-    import fastjsonschema
-
     prepare_checks()
     try:
         _validate(data)
-    except fastjsonschema.JsonSchemaValueException as error:
+    except _invalid as error:
         raise SpecError(_said(error, data, where)) from None
     # JSON has no NaN or infinity (a file cannot hold one), so the schema has no word for
     # them, but a Python-built spec can: a delay of NaN passes every bound.

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from mcp_host_conformance.harness.cases.observe import stated_status
 from mcp_host_conformance.harness.cases.timeline import denies
 from mcp_host_conformance.harness.monitors.observed import Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -196,6 +197,15 @@ def nothing_called_on_reopen(self: Monitor, observed: Observed) -> Iterator[Find
             )
 
 
+def _call_outputs(body: dict[str, Any]) -> list[Any]:
+    items = body.get("input")
+    return [
+        i.get("output")
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+
+
 def _outputs(body: dict[str, Any]) -> Counter[str]:
     items = body.get("input")
     return Counter(
@@ -264,9 +274,18 @@ def _uncertain(served: Served) -> bool:
 )
 def acknowledged_before_next(self: Monitor, observed: Observed) -> Iterator[Finding]:
     asks = observed.of("ask")
+    # Only where the host itself told the model the outcome is unknown: a host that called it
+    # failed broke RES-6/7/8 (their cases), and had no reason to ask for an acknowledgement.
+    unknown_requests = [
+        r.time
+        for r in observed.requests
+        if any(stated_status(o) == "unknown" for o in _call_outputs(r.body))
+    ]
     uncertain = [e.time for s, e in observed.tool_calls() if _uncertain(s)]
     for ask in asks:
         if not any(ask.began <= t <= ask.ended for t in uncertain):
+            continue
+        if not any(ask.began <= t <= ask.ended for t in unknown_requests):
             continue
         following = next((a for a in asks if a.run == ask.run and a.began > ask.ended), None)
         if following is None:

@@ -189,7 +189,8 @@ CLIENTS = [
         "After the first approved call of a turn, the turn's later calls are not confirmed.",
         # APR-3, APR-4 and CRED-3: their cases need a confirmation for each of several calls
         # in one turn (APR-3's second read-only call, answered no, is sent unasked)
-        {"APR-1", "APR-3", "APR-4", "CRED-3"},
+        # APR-2: a later call answered no is sent all the same (the monitor refusal-sends-nothing)
+        {"APR-1", "APR-2", "APR-3", "APR-4", "CRED-3"},
         (_yes_for_the_turn,),
         target="APR-1",
     ),
@@ -204,8 +205,11 @@ CLIENTS = [
     BrokenClient(
         "skips-approval-readonly",
         "Calls tools annotated readOnlyHint: true without asking.",
-        {"APR-3"},
+        # APR-1: a call without a confirmation in any case with a read-only tool (monitor calls-
+        # wait-for-approval)
+        {"APR-3", "APR-1"},
         (_skip_read_only,),
+        target="APR-3",
     ),
     BrokenClient(
         "no-approval",
@@ -265,8 +269,11 @@ CLIENTS = [
         "trusts-read-only-after-approval",
         "Once a readOnlyHint: true tool is approved, its later calls in the session are not "
         "confirmed.",
-        {"APR-3"},
+        # APR-2: a later call of the trusted tool, answered no, is sent (monitor refusal-sends-
+        # nothing)
+        {"APR-3", "APR-2"},
         (_trust_read_only_once_approved,),
+        target="APR-3",
     ),
     BrokenClient(
         "cuts-arguments-by-characters",

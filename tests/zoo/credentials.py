@@ -223,14 +223,19 @@ CLIENTS = [
     BrokenClient(
         "env-to-every-stdio-server",
         "Gives every stdio server the variables configured for any of them.",
-        {"CRED-2"},
+        # STDIO-2: the other servers get a variable not configured for them (monitor environment-
+        # clean)
+        {"CRED-2", "STDIO-2"},
         (_env_to_all,),
     ),
     BrokenClient(
         "no-redaction",
         "Never removes secrets from what it shows, saves or sends.",
-        {"CRED-3"},
+        # CRED-1: a header's value reaches the model in an error it passes on (monitor secret-goes-
+        # to-its-server)
+        {"CRED-3", "CRED-1"},
         (_no_redaction,),
+        target="CRED-3",
     ),
     BrokenClient(
         "redacts-whole-values-only",

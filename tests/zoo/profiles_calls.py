@@ -138,9 +138,11 @@ CLIENTS = [
     BrokenClient(
         "fills-schema-defaults",
         "Validates, then sends the arguments with the schema's defaults filled in.",
-        {"ARGS-1"},
+        # APR-5: the server receives other arguments than the model sent (monitor arguments-whole)
+        {"ARGS-1", "APR-5"},
         (_fills_defaults,),
         base="profiles",
+        target="ARGS-1",
     ),
     BrokenClient(
         "marks-untrusted-after-content",

@@ -193,7 +193,8 @@ CLIENTS = [
     BrokenClient(
         "retries-timed-out-call",
         "Sends a call that timed out once more.",
-        {"RETRY-1"},
+        # APR-1: the call sent again is unapproved (monitor calls-wait-for-approval)
+        {"RETRY-1", "APR-1"},
         (_retry_after_timeout,),
         target="RETRY-1",
     ),
@@ -220,27 +221,37 @@ CLIENTS = [
     BrokenClient(
         "retries-on-server-error",
         "Sends a call answered with an HTTP 5xx status once more.",
-        {"RETRY-1"},
+        # APR-1: the call sent again is unapproved (monitor calls-wait-for-approval)
+        {"RETRY-1", "APR-1"},
         (_retry_on_server_error,),
+        target="RETRY-1",
     ),
     BrokenClient(
         "restarts-crashed-stdio-server",
         "When a stdio server exits during a call, starts it again and sends the call again.",
-        {"RETRY-1"},
+        # APR-1: the call sent again is unapproved; STDIO-5: the server started again is left
+        # running (monitors)
+        {"RETRY-1", "APR-1", "STDIO-5"},
         (_restart_crashed_server,),
+        target="RETRY-1",
     ),
     BrokenClient(
         "resends-call-on-reconnect",
         "When an SSE stream closes before the response, POSTs the request again instead of "
         "resuming the stream with Last-Event-ID.",
-        {"RETRY-1"},
+        # APR-1: the call POSTed again was approved once (monitor calls-wait-for-approval)
+        {"RETRY-1", "APR-1"},
         (_remember_request, _repost_on_reconnect),
+        target="RETRY-1",
     ),
     BrokenClient(
         "resends-unknown-call-on-resume",
         "Reopening a session, sends the recorded calls whose outcome was unknown once more.",
-        {"RETRY-1"},
+        # APR-1, SESS-2: the resent call is unapproved, while reopening; STDIO-5: one resent to a
+        # silent stdio server leaves it running (monitors)
+        {"RETRY-1", "APR-1", "SESS-2", "STDIO-5"},
         (_resend_unknown_on_resume,),
+        target="RETRY-1",
     ),
     BrokenClient(
         "no-acknowledgement-after-timeout",
