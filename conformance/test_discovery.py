@@ -15,7 +15,6 @@ unavailable, with the limit scaled; the real 10 s default is checked by a slow c
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -28,7 +27,7 @@ from mcp_host_conformance.conformance.server_status import (
     tools_line_pattern,
 )
 from mcp_host_conformance.harness.cases.observe import model_requests, offered_tools_of
-from mcp_host_conformance.harness.contract.adapter import StdioServer
+from mcp_host_conformance.harness.cases.specs import gone_after_add
 from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.barrier import Barrier
 from mcp_host_conformance.mocks.model_script import Step
@@ -47,14 +46,6 @@ def misbehaving(name: str, **misbehaviour) -> ServerSpec:
         tools=[Tool("query", reply=Reply.text("ok"))],
         misbehaviour=Misbehaviour(**misbehaviour),
     )
-
-
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on (the port was just released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/mcp"
 
 
 def discovery_counts(mocks: dict) -> dict[str, tuple[int, int]]:
@@ -283,12 +274,17 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
     healthy HTTP and a healthy stdio server, both still offered and callable."""
     docs = http_mock(healthy())
     local = stdio_mock(healthy("local"))
-    host.add_http("offline", docs, url=closed_port_url())
+    # Servers gone after they were configured (a host that syncs at add saves them too):
+    # nothing listens on the offline one's port, the missing one's command is removed.
+    offline = http_mock(healthy("offline"))
+    host.add_http("offline", offline)
+    offline.close()
     host.add_http("stalled", http_mock(misbehaving("stalled", stall=["initialize"])))
     host.add_http("failing", http_mock(misbehaving("failing", reject_status=500)))
     host.add_stdio("garbage", stdio_mock(misbehaving("garbage", garbage=True)))
-    missing = case.root / "no-such-dir" / "mcphc-missing-command"
-    host.add(StdioServer(name="missing", command=str(missing), args=("--serve",)))
+    gone_after_add(
+        host, "missing", stdio_mock(healthy("missing")), case.root / "gone", ("--serve",)
+    )
     host.add_http("docs", docs)
     host.add_stdio("local", local)
 

@@ -137,12 +137,14 @@ def test_schema_size_at_the_exact_boundary_is_reported(host, http_mock, record_p
     ASCII and in 3-byte characters."""
     host.add_http("exact", http_mock(schema_spec(16 * KIB)))
     host.add_http("over", http_mock(schema_spec(16 * KIB + 1)))
-    host.add_http("wide_exact", http_mock(wide_schema_spec(16 * KIB)))
-    host.add_http("wide_over", http_mock(wide_schema_spec(16 * KIB + 1)))
+    host.add_http("wide-exact", http_mock(wide_schema_spec(16 * KIB)))
+    host.add_http("wide-over", http_mock(wide_schema_spec(16 * KIB + 1)))
     running = host.start()
-    for name in ("exact", "over", "wide_exact", "wide_over"):
+    for name in ("exact", "over", "wide-exact", "wide-over"):
         status = running.status(name)
-        record_property(f"schema_{name}_accepted", bool(status and status.connected))
+        record_property(
+            f"schema_{name.replace('-', '_')}_accepted", bool(status and status.connected)
+        )
 
 
 # ---- DISC-9 ----------------------------------------------------------------------------------
@@ -210,12 +212,14 @@ def test_definitions_size_at_the_exact_boundary_is_reported(host, http_mock, rec
     ASCII and in 3-byte characters."""
     host.add_http("exact", http_mock(definitions_spec(64 * KIB)))
     host.add_http("over", http_mock(definitions_spec(64 * KIB + 1)))
-    host.add_http("wide_exact", http_mock(definitions_spec(64 * KIB, fill=WIDE)))
-    host.add_http("wide_over", http_mock(definitions_spec(64 * KIB + 1, fill=WIDE)))
+    host.add_http("wide-exact", http_mock(definitions_spec(64 * KIB, fill=WIDE)))
+    host.add_http("wide-over", http_mock(definitions_spec(64 * KIB + 1, fill=WIDE)))
     running = host.start()
-    for name in ("exact", "over", "wide_exact", "wide_over"):
+    for name in ("exact", "over", "wide-exact", "wide-over"):
         status = running.status(name)
-        record_property(f"definitions_{name}_accepted", bool(status and status.connected))
+        record_property(
+            f"definitions_{name.replace('-', '_')}_accepted", bool(status and status.connected)
+        )
 
 
 # ---- DISC-10 ---------------------------------------------------------------------------------

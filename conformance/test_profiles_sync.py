@@ -13,11 +13,11 @@ checked at add the same way.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
+from mcp_host_conformance.harness.cases.specs import closed_port_url
 from mcp_host_conformance.harness.contract.adapter import HttpServer
 from mcp_host_conformance.harness.sandbox.remote import RemoteListener
 from mcp_host_conformance.harness.verdicts.outcomes import check
@@ -46,13 +46,6 @@ def _add(host, server) -> tuple[bool, str]:
 def _add_mock(host, name: str, mock) -> tuple[bool, str]:
     host.bind(name, mock)
     return _add(host, HttpServer(name=name, url=mock.url))
-
-
-def _closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/mcp"
 
 
 def _files_naming(home: Path, needle: str) -> list[str]:
@@ -142,7 +135,7 @@ def test_a_failed_first_sync_saves_nothing(host, http_mock, case, network, descr
     mocks = {}
     for name, spec in FAILING.items():
         if spec is None:
-            urls[name] = _closed_port_url()
+            urls[name] = closed_port_url()
         else:
             mocks[name] = http_mock(spec)
             urls[name] = mocks[name].url

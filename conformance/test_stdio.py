@@ -35,7 +35,7 @@ from mcp_host_conformance.harness.cases.observe import (
     status_text,
     wait_until,
 )
-from mcp_host_conformance.harness.cases.specs import one_approved_query, tool_spec
+from mcp_host_conformance.harness.cases.specs import gone_after_add, one_approved_query, tool_spec
 from mcp_host_conformance.harness.monitors.stdio import ALLOWED_ENV, COERCED_LC_CTYPE  # noqa: E402
 from mcp_host_conformance.harness.run.orphans import handed_to_us, reap_if_ours
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
@@ -511,12 +511,14 @@ def test_broken_stdio_servers_are_unavailable_and_others_work(host, stdio_mock, 
     exiting = stdio_mock(tool_spec("exiting", exit_at_once=3))
     late = stdio_mock(tool_spec("exits-after-initialize", exit_at="tools/list"))
     garbage = stdio_mock(tool_spec("garbage", garbage=True))
-    missing = case.root / "no-such-dir" / "mcphc-missing-command"
     host.add_stdio("healthy", healthy)
     host.add_stdio("exiting", exiting)
     host.add_stdio("exits-after-initialize", late)
     host.add_stdio("garbage", garbage)
-    host.add_stdio("missing", _Command([str(missing), "--serve"]))
+    # a command removed after it was configured (a host that syncs at add saves it too)
+    gone_after_add(
+        host, "missing", stdio_mock(tool_spec("missing")), case.root / "gone", ("--serve",)
+    )
     model.script(
         [Step.call(server="healthy", tool="query", arguments={"q": "x"}), Step.text("done")]
     )

@@ -23,6 +23,8 @@ import json
 import socket
 import struct
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from mcp_host_conformance.mocks import _rpc, barrier
@@ -41,6 +43,7 @@ from mcp_host_conformance.mocks.polling import PolledStream, segments, stream_ke
 from mcp_host_conformance.mocks.spec import (
     ServerSpec,
     Tool,
+    healthy,
     marked_tools,
     new_marker_token,
     with_markers,
@@ -122,6 +125,18 @@ class HttpMock(ServedMock):
     def tools(self) -> list[Tool]:
         """The tools served now (they change with `change_tools` or the misbehaviour)."""
         return self.behaviour.tools
+
+    @contextmanager
+    def healthy(self) -> Iterator[None]:
+        """Serve as a healthy server (`spec.healthy`) inside the block: a case adds a server to
+        a host that syncs at add, then the server misbehaves as its spec says."""
+        spec, behaviour = self.spec, self.behaviour
+        self.spec = healthy(spec)
+        self.behaviour = Behaviour(self.spec)
+        try:
+            yield
+        finally:
+            self.spec, self.behaviour = spec, behaviour
 
     # ---- tools changing mid-session -----------------------------------------------------
 

@@ -322,6 +322,35 @@ class ServerSpec:
         return asdict(self)
 
 
+# ---- a server that syncs well -----------------------------------------------------------
+
+_LIMITS = {"tools": 128, "schema": 16 * 1024, "definitions": 64 * 1024}
+
+
+def healthy(spec: ServerSpec) -> ServerSpec:
+    """The server `spec` describes, answering as a healthy one: no misbehaviour, one page,
+    and its tools up to the first that would break a discovery limit. What a host that syncs
+    at add (the verified-add profile) meets while a case adds a server that only starts to
+    misbehave after it was saved."""
+    kept: list[Tool] = []
+    total = 0
+    for tool in spec.tools:
+        definition = tool.definition()
+        schema = definition.get("inputSchema")
+        size = len(json.dumps(definition, separators=(",", ":"), ensure_ascii=False).encode())
+        schema_size = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
+        if (
+            not isinstance(schema, dict)
+            or schema_size > _LIMITS["schema"]
+            or total + size > _LIMITS["definitions"]
+            or len(kept) >= _LIMITS["tools"]
+        ):
+            break
+        kept.append(tool)
+        total += size
+    return dataclasses.replace(spec, tools=kept, page_size=None, misbehaviour=Misbehaviour())
+
+
 # ---- reading specs from dicts and files -------------------------------------------------
 #
 # A spec file is hostile input like any other (a person's typo, or a file made to break

@@ -84,6 +84,7 @@ from mcp_host_conformance.mocks.spec import (  # noqa: E402
     ServerSpec,
     SpecError,
     dump_spec,
+    healthy,
     load_spec,
     new_marker_token,
     with_markers,
@@ -363,6 +364,17 @@ def main(argv: list[str] | None = None) -> int:
 _counter = itertools.count()
 
 
+class _Healthy:
+    def __init__(self, mock: StdioMock) -> None:
+        self.mock = mock
+
+    def __enter__(self) -> None:
+        dump_spec(healthy(self.mock.spec), self.mock.spec_path)
+
+    def __exit__(self, *exc: object) -> None:
+        dump_spec(self.mock.spec, self.mock.spec_path)
+
+
 class StdioMock:
     """A stdio mock ready to be spawned by a client: spec file, journal file, command."""
 
@@ -384,6 +396,12 @@ class StdioMock:
         # and an environment's .pth hooks (an editable install's import finder: 30 ms) would
         # double the cost of each of the ~60 starts of a suite run.
         self.command = [sys.executable, "-S", *self.argv]
+
+    def healthy(self) -> _Healthy:
+        """`with mock.healthy():` it starts as a healthy server (`spec.healthy`) inside the
+        block: a case adds it to a host that syncs at add, then it misbehaves as its spec says
+        at every later start. (No contextlib: this module stays light.)"""
+        return _Healthy(self)
 
     def process_entries(self) -> list[Entry]:
         """One entry per time the mock was started (argv, env, pid, pgid, cwd)."""

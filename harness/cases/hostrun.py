@@ -17,6 +17,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -459,9 +460,20 @@ class Host:
         if address is None:
             raise ValueError(f"add_http({name!r}): the mock is not started (it has no URL)")
         self.bind(name, mock)
-        shown = self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
+        with self._healthy_for_add(mock):
+            shown = self.add(HttpServer(name=name, url=address, headers=dict(headers or {})))
         self._after_sync(mock)
         return shown
+
+    def _healthy_for_add(self, mock: Any) -> AbstractContextManager[None]:
+        # A host that syncs at add (verified-add) refuses to save a server that misbehaves:
+        # in a case not about that profile, the server is healthy while it is added and
+        # misbehaves from then on, as a server that broke after it was configured would.
+        healthy = getattr(mock, "healthy", None)
+        if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles and callable(healthy):
+            made: AbstractContextManager[None] = healthy()
+            return made
+        return nullcontext()
 
     def _after_sync(self, mock: Any) -> None:
         # A verified-add host has just connected to the mock for its first sync (SYNC-1's to
@@ -491,14 +503,15 @@ class Host:
         """Configure a StdioMock (or anything with a `command` argv list)."""
         command = list(mock.command)
         self.bind(name, mock)
-        shown = self.add(
-            StdioServer(
-                name=name,
-                command=command[0],
-                args=(*command[1:], *args),
-                env=dict(env or {}),
+        with self._healthy_for_add(mock):
+            shown = self.add(
+                StdioServer(
+                    name=name,
+                    command=command[0],
+                    args=(*command[1:], *args),
+                    env=dict(env or {}),
+                )
             )
-        )
         self._after_sync(mock)
         return shown
 

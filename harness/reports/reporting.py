@@ -347,7 +347,9 @@ def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> li
     partial = [(rid, e) for rid, e in report["requirements"].items() if e["outcome"] == PARTIAL]
     if partial:
         lines.append("")
-        lines.append("partial (not passed: some of their cases did not run):")
+        lines.append(
+            "partial (not passed: some of their cases did not run, or do not apply to this host):"
+        )
         lines += [f"  {rid}: {visible(entry['reason'])}" for rid, entry in partial]
     with_figures = [case for case in cases if case.figures]
     if with_figures:

@@ -61,7 +61,7 @@ SKIPPED: Final = "skipped"  # not run for another reason (slow, deselected, not 
 EXPECTED_FAILURE: Final = "expected_failure"  # failed or warned, but listed in the baseline
 # Requirements only:
 UNCOVERED: Final = "uncovered"  # no collected case checks it
-PARTIAL: Final = "partial"  # what ran passed, but some of its cases did not run: never passed
+PARTIAL: Final = "partial"  # what ran passed, but not all of its cases ran: never passed
 NOT_RUN: Final = "not_run"  # a contribution: the case could not check this requirement
 
 # Worst last: a requirement's outcome is the worst of its cases' outcomes.
@@ -227,21 +227,33 @@ def requirement_outcome(contributions: Sequence[Contribution]) -> tuple[str, str
     """A requirement's outcome and the reason for it ("" unless partial or skipped).
 
     The worst outcome of the cases that checked it; but `partial` instead of `passed` when
-    some of its cases did not check it (slow without --run-slow, deselected, not observable
-    here, a failed precondition), since a requirement is passed only when every case for it
-    ran and passed. `skipped` when none of its cases checked it; `uncovered` without cases."""
+    some of its cases did not check it for this host (slow without --run-slow, deselected,
+    not observable here, a failed precondition, or not applicable to this host), since a
+    requirement is passed only when every case for it ran and passed. `not_applicable` when
+    none of its cases applies to the host; `skipped` when none of them checked it for
+    another reason; `uncovered` without cases."""
     if not contributions:
         return UNCOVERED, ""
-    checked = [c for c in contributions if c.outcome not in _DID_NOT_CHECK]
+    inapplicable = [c for c in contributions if c.outcome == NOT_APPLICABLE]
     missing = [c for c in contributions if c.outcome in _DID_NOT_CHECK]
-    why = "; ".join(f"{c.case} ({c.reason or 'not run'})" for c in missing[:_REASONS_SHOWN]) + (
-        f"; and {len(missing) - _REASONS_SHOWN} more" if len(missing) > _REASONS_SHOWN else ""
-    )
+    checked = [c for c in contributions if c.outcome not in (*_DID_NOT_CHECK, NOT_APPLICABLE)]
+    if len(inapplicable) == len(contributions):
+        return NOT_APPLICABLE, ""
+    unchecked = missing + inapplicable
+    why = "; ".join(
+        f"{c.case} ({c.reason or ('not applicable' if c.outcome == NOT_APPLICABLE else 'not run')})"
+        for c in unchecked[:_REASONS_SHOWN]
+    ) + (f"; and {len(unchecked) - _REASONS_SHOWN} more" if len(unchecked) > _REASONS_SHOWN else "")
     if not checked:
-        return SKIPPED, f"none of its {len(missing)} case(s) ran: {why}"
+        return SKIPPED, f"none of its {len(unchecked)} case(s) ran: {why}"
     outcome = worst(c.outcome for c in checked)
-    if outcome == PASSED and missing:
-        return PARTIAL, f"{len(missing)} of {len(contributions)} case(s) did not run: {why}"
+    if outcome == PASSED and unchecked:
+        counts = []
+        if missing:
+            counts.append(f"{len(missing)} did not run")
+        if inapplicable:
+            counts.append(f"{len(inapplicable)} not applicable to this host")
+        return PARTIAL, f"{' and '.join(counts)} of {len(contributions)} case(s): {why}"
     return outcome, ""
 
 

@@ -79,3 +79,20 @@ def test_worst_orders_outcomes():
 def test_only_failures_fail_a_run_and_warnings_only_when_strict():
     assert is_failing(FAILED) and not is_failing(WARNING) and is_failing(WARNING, strict=True)
     assert not is_failing(EXPECTED_FAILURE, strict=True) and not is_failing(INFO, strict=True)
+
+
+def test_a_case_not_applicable_to_the_host_leaves_its_requirement_partial_never_passed():
+    from mcp_host_conformance.harness.verdicts.outcomes import (
+        NOT_APPLICABLE,
+        PARTIAL,
+        PASSED,
+        Contribution,
+        requirement_outcome,
+    )
+
+    passed = Contribution("a::ran", PASSED)
+    inapplicable = Contribution("a::cannot", NOT_APPLICABLE, "not applicable: no cancel")
+    outcome, why = requirement_outcome([passed, inapplicable])
+    assert outcome == PARTIAL and "1 not applicable to this host of 2 case(s)" in why
+    assert requirement_outcome([inapplicable, inapplicable]) == (NOT_APPLICABLE, "")
+    assert requirement_outcome([passed]) == (PASSED, "")

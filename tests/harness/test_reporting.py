@@ -330,6 +330,18 @@ def test_deselected():
 def test_needs_unknown_first():
     precondition(False, ids="RES-6", expected="the call ends unknown", actual="completed")
 
+@pytest.mark.requirements("APR-5")
+def test_applies():
+    pass
+
+@pytest.mark.requirements("APR-5")
+def test_does_not_apply():
+    pytest.skip("not applicable: this host cannot do that")
+
+@pytest.mark.requirements("APR-1")
+def test_applies_nowhere():
+    pytest.skip("not applicable: profile not claimed")
+
 @pytest.mark.requirements("DISC-11")
 def test_figures(record_property):
     record_property("ready_seconds", 0.25)
@@ -352,9 +364,13 @@ def test_a_requirement_with_cases_that_did_not_run_is_partial_never_passed(pytes
     assert "test_cases::test_deselected (deselected)" in reqs["APR-4"]["reason"]
     assert reqs["CFG-1"]["reason"] == ""
     text = result.stdout.str()
-    assert "partial (not passed: some of their cases did not run):" in text
-    assert "  APR-2: 1 of 2 case(s) did not run: test_cases::test_slow_here (slow" in text
-    assert report["summary"]["requirements"]["partial"] == 2
+    assert "partial (not passed: some of their cases did not run, or do not apply" in text
+    assert "  APR-2: 1 did not run of 2 case(s): test_cases::test_slow_here (slow" in text
+    assert report["summary"]["requirements"]["partial"] == 3
+    # a case not applicable to this host: never passed either (and all of them: n/a)
+    assert reqs["APR-5"]["outcome"] == "partial"
+    assert "1 not applicable to this host of 2 case(s)" in reqs["APR-5"]["reason"]
+    assert reqs["APR-1"]["outcome"] == "not_applicable"
 
 
 def test_partial_never_fails_the_run(pytester):
