@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -364,7 +365,20 @@ class Host:
     configured: list[ServerConfig] = field(default_factory=list)  # every add, removed too
     # (question, path) of each configuration file whose bytes changed during a question
     config_changes: list[tuple[str, str]] = field(default_factory=list)
+    # each configuration file as it was after each add and remove: (path, its mode, its
+    # directory's mode, its first MiB): private only at the end is not private
+    config_states: list[tuple[Path, int, int, bytes]] = field(default_factory=list)
     _allowed: bool = False
+
+    def _config_state(self) -> None:
+        for path in dict.fromkeys(self.config_paths):
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(1024 * 1024)
+                state = (path, os.stat(path).st_mode, os.stat(path.parent).st_mode, data)
+            except OSError:
+                continue
+            self.config_states.append(state)
 
     def config_digest(self) -> dict[Path, str]:
         """A digest of each configuration file the host reported writing ("" if gone)."""
@@ -443,6 +457,7 @@ class Host:
         self.servers[server.name] = server
         self.configured.append(server)
         self.config_paths.extend(Path(p) for p in shown.paths)
+        self._config_state()
         self._saw(shown.text)
         return shown
 
@@ -524,6 +539,7 @@ class Host:
                 self.timeouts.config_bound(),
             )
         self.servers.pop(name, None)
+        self._config_state()
         self._saw(shown.text)
         return shown
 

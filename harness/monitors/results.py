@@ -214,7 +214,7 @@ def binary_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
             for block in tool.reply.content:
                 inner = block.get("resource") if block.get("type") == "resource" else block
                 value = (inner or {}).get("data") or (inner or {}).get("blob")
-                if isinstance(value, str) and len(value) >= 16:
+                if isinstance(value, str) and len(value) >= 8:
                     data.append((f"{served.label}/{tool.name}", value))
     if not data:
         return

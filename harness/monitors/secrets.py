@@ -112,22 +112,24 @@ def secret_files_private(self: Monitor, observed: Observed) -> Iterator[Finding]
     if not values:
         return
     search = observed.secrets_of(values)
+    states = [s for host in observed.hosts for s in host.config_states]
     for path in sorted(p for p in observed.config_paths if p.is_file()):
-        if not search.found_in(_read(path)):
-            continue
         try:
-            mode = os.stat(path).st_mode
-            folder = os.stat(path.parent).st_mode
+            states.append((path, os.stat(path).st_mode, os.stat(path.parent).st_mode, _read(path)))
         except OSError:
+            continue
+    for path, mode, folder, data in states:  # after each add and remove, and at the end
+        if not search.found_in(data):
             continue
         if stat.S_IMODE(mode) & 0o077 or folder & (stat.S_IWGRP | stat.S_IWOTH):
             yield self.finding(
                 "CFG-3",
                 "the file holding a credential is private (0600, its directory not group or "
-                "world writable)",
-                f"{path.name} is {stat.S_IMODE(mode):04o} in a directory "
+                "world writable), from the moment it holds one",
+                f"{path.name} was {stat.S_IMODE(mode):04o} in a directory "
                 f"{stat.S_IMODE(folder):04o}",
             )
+            return
 
 
 @monitor(

@@ -1,0 +1,212 @@
+"""Each rule monitor acts outside its own rule's cases: for every monitor a broken client of
+the zoo, written for the monitor's rule, is caught by the monitor in a case of another rule
+(the case alone is run, so nothing of the rule's own cases can have caught it).
+
+Strategy: a table, PROOFS, names for each monitor the client and the case; the run is the
+self-test's own (`test_zoo.run_suite`, forked, one case selected), and the report must hold
+a finding of that monitor for that rule in that case. The monitors whose rule's stimulus only
+the rule's own cases make (an untrusted certificate, seventeen calls in a turn, a tool name
+that needs a hash) are listed in BY_THE_EXPLORER with why: the scenario explorer visits
+those points in generated sessions (docs/explorer.md). Every monitor is in one of the two.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_host_conformance.harness.monitors.watch import MONITORS
+from tests.test_zoo import run_suite
+
+# monitor -> (broken client, case of another rule, the rule it finds broken)
+PROOFS = {
+    "calls-wait-for-approval": (
+        "approves-rest-of-turn",
+        "test_approval.py::test_confirmation_names_server_destination_tool_and_arguments",
+        "APR-1",
+    ),
+    "refusal-sends-nothing": (
+        "empty-answer-approves",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "APR-2",
+    ),
+    "sent-once": (
+        "replays-calls-on-resume",
+        "test_sessions.py::test_reopening_never_repeats_a_call",
+        "RETRY-1",
+    ),
+    "arguments-whole": (
+        "fills-schema-defaults",
+        "test_profiles_arguments.py::test_invalid_arguments_are_never_sent",
+        "APR-5",
+    ),
+    "nothing-called-on-reopen": (
+        "replays-calls-on-resume",
+        "test_retry.py::test_uncertain_call_is_never_sent_twice",
+        "SESS-2",
+    ),
+    "one-output-per-call": (
+        "drops-outputs-after-unknown",
+        "test_retry.py::test_uncertain_call_is_never_sent_twice",
+        "RES-11",
+    ),
+    "acknowledged-before-next-question": (
+        "no-acknowledgement",
+        "test_results.py::test_every_call_gets_exactly_one_output",
+        "RETRY-2",
+    ),
+    "project-config-ignored": (
+        "project-config-when-home-empty",
+        "test_exposure.py::test_mcp_tools_offered_beside_builtins_in_every_request",
+        "CFG-2",
+    ),
+    "connected-once-at-start": (
+        "reconnects-each-question",
+        "test_approval.py::test_every_call_waits_for_its_own_approval",
+        "DISC-1",
+    ),
+    "no-listing-while-asking": (
+        "relists-tools-each-turn",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "DISC-5",
+    ),
+    "adding-does-not-connect": (
+        "connects-on-add",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "CFG-1",
+    ),
+    "removed-stays-away": (
+        "remove-keeps-server",
+        "test_credentials.py::test_no_secret_leaks_whatever_its_characters",
+        "CFG-5",
+    ),
+    "no-oauth-flow": (
+        "opens-browser-on-401",
+        "test_credentials.py::test_no_secret_anywhere_the_user_or_the_model_sees",
+        "CRED-6",
+    ),
+    "parameters-as-served": (
+        "strict-functions",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "EXP-3",
+    ),
+    "labelled-descriptions": (
+        "no-untrusted-note",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "EXP-4",
+    ),
+    "healthy-beside-failed": (
+        "stops-at-first-failure",
+        "test_credentials.py::test_rejected_credentials_are_reported_without_the_value",
+        "DISC-4",
+    ),
+    "offered-beside-builtins": (
+        "drops-builtins-after-a-call",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "EXP-5",
+    ),
+    "result-substance": (
+        "reverses-text-blocks",
+        "test_results.py::test_binary_content_is_omitted",
+        "RES-1",
+    ),
+    "binary-kept-out": (
+        "sends-image-data",
+        "test_results.py::test_structured_content_used_without_text",
+        "RES-2",
+    ),
+    "links-not-opened": (
+        "opens-resource-links",
+        "test_results.py::test_structured_content_used_without_text",
+        "RES-3",
+    ),
+    "output-bounded": (
+        "no-output-limit",
+        "test_results.py::test_every_call_gets_exactly_one_output",
+        "RES-10",
+    ),
+    "results-marked-untrusted": (
+        "marks-completed-only",
+        "test_results.py::test_errors_are_failed_with_the_servers_message",
+        "UNTR-1",
+    ),
+    "secret-goes-to-its-server": (
+        "env-to-every-stdio-server",
+        "test_credentials.py::test_no_secret_anywhere_the_user_or_the_model_sees",
+        "CRED-2",
+    ),
+    "secret-never-shown": (
+        "header-in-confirmation",
+        "test_credentials.py::test_each_header_goes_to_its_own_server_only",
+        "CRED-3",
+    ),
+    "secret-files-private": (
+        "world-readable-config",
+        "test_credentials.py::test_each_header_goes_to_its_own_server_only",
+        "CFG-3",
+    ),
+    "listing-hides-secrets": (
+        "lists-secrets",
+        "test_credentials.py::test_no_secret_anywhere_the_user_or_the_model_sees",
+        "CFG-4",
+    ),
+    "environment-clean": (
+        "inherits-environment",
+        "test_approval.py::test_annotations_never_skip_approval",
+        "STDIO-2",
+    ),
+    "own-process-group": (
+        "one-group-for-all-servers",
+        "test_credentials.py::test_each_environment_variable_reaches_its_own_server_only",
+        "STDIO-3",
+    ),
+    "nothing-left-behind": (
+        "replays-calls-on-resume",
+        "test_retry.py::test_uncertain_call_is_never_sent_twice",
+        "STDIO-5",
+    ),
+}
+
+# Monitors whose rule's stimulus no case of another rule makes: the explorer's to show.
+BY_THE_EXPLORER = {
+    "sixteen-a-turn": "only TURN-1's cases make the model call more than 16 tools in a turn",
+    "configuration-untouched-by-turns": "only CFG-6's cases make the model call a built-in "
+    "aimed at the configuration",
+    "untrusted-certificate-refused": "only NET-2's case serves a certificate nobody trusts",
+    "redirect-not-followed": "only NET-3's and CRED-1's redirect cases redirect",
+    "plain-http-refused": "only NET-1's case configures plain HTTP to a remote address",
+    "exposed-names": "only EXP-1's and EXP-2's cases serve names that need a hash or sit "
+    "at the length bound",
+    "over-limit-kept-out": "only the discovery limits' cases serve a server over a limit",
+    "offers-fixed-per-session": "only DISC-5's case changes a server's tools mid-session",
+    "arguments-valid": "only ARGS-1's case makes the model send invalid arguments",
+    "tokens-never-shown": "only OAUTH-1's refresh case issues tokens",
+    "argv-verbatim": "only STDIO-1's case passes arguments a shell would change",
+    "stderr-not-shown": "only STDIO-4's case floods stderr",
+    "server-text-neutralized": "only HARD-1's cases serve control characters",
+}
+
+
+def test_every_monitor_has_its_proof_or_is_left_to_the_explorer() -> None:
+    names = {m.name for m in MONITORS}
+    assert set(PROOFS) | set(BY_THE_EXPLORER) == names
+    assert not set(PROOFS) & set(BY_THE_EXPLORER)
+    for name, (_client, _case, rule) in PROOFS.items():
+        monitor = next(m for m in MONITORS if m.name == name)
+        assert rule in monitor.rules, f"{name} does not watch {rule}"
+
+
+@pytest.mark.selftest
+@pytest.mark.parametrize("monitor", sorted(PROOFS))
+def test_a_monitor_catches_its_rule_in_a_case_of_another_rule(monitor, tmp_path) -> None:
+    client, case, rule = PROOFS[monitor]
+    run = run_suite(client, tmp_path / monitor, cases={case})
+    assert run.report is not None, f"no report (exit {run.returncode})\n{run.output[-3000:]}"
+    (ran,) = [c for c in run.report["cases"] if c["nodeid"].endswith(case)]
+    assert rule not in ran["requirements"], f"{case} is {rule}'s own case: no proof"
+    seen = [f for f in ran["monitors"] if f["monitor"] == monitor and f["rule"] == rule]
+    assert seen, (
+        f"{client}: monitor {monitor} saw no {rule} in {case}; it saw {ran['monitors']}; "
+        f"the case itself: {ran['outcome']}"
+    )
+    assert run.report["requirements"][rule]["outcome"] == "failed"
+    assert ran["id"] in run.report["requirements"][rule]["cases"]
