@@ -376,14 +376,22 @@ def test_confirmation_names_server_destination_tool_and_arguments(
     that the arguments go to this server and the client cannot control what it does with
     them (in any wording that says both)."""
     # A tool name with a dot cannot be part of an exposed name, so the two always differ.
+    # Each server names itself (serverInfo) and titles its tool otherwise, as real ones do:
+    # the confirmation shows the configured name and the tool's own name.
     remote = http_mock(
         ServerSpec(
-            name="spec-name", tools=[Tool("find.docs", "Finds docs.", reply=Reply.text("ok"))]
+            name="spec-name",
+            server_info={"name": "Acme Docs", "title": "Acme documentation", "version": "2"},
+            tools=[
+                Tool("find.docs", "Finds docs.", reply=Reply.text("ok"), title="Find documents")
+            ],
         )
     )
     local = stdio_mock(
         ServerSpec(
-            name="spec-name", tools=[Tool("read.notes", "Reads notes.", reply=Reply.text("ok"))]
+            name="spec-name",
+            server_info={"name": "notes-server", "version": "0.1"},
+            tools=[Tool("read.notes", "Reads notes.", reply=Reply.text("ok"), title="Read notes")],
         )
     )
     host.add_http("docs-remote", remote)

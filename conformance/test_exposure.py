@@ -549,3 +549,110 @@ def test_standing_instructions_are_reported(host, http_mock, model, record_prope
     record_property(
         "mentions_data_not_instructions", "data" in lowered and "instruction" in lowered
     )
+
+
+# ---- what real servers send -----------------------------------------------------------------
+
+# A definition as Pydantic-based servers (FastMCP and others) write it: a title beside the name,
+# an output schema, icons, _meta, annotations, and an input schema with $defs and $ref.
+FULL_DEFINITION = Tool(
+    "lookup",
+    "Looks a record up by its key.",
+    input_schema={
+        "$defs": {
+            "Key": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "kind": {"enum": ["a", "b"]}},
+                "required": ["id"],
+                "title": "Key",
+            }
+        },
+        "type": "object",
+        "properties": {"key": {"$ref": "#/$defs/Key"}, "limit": {"default": 5, "type": "integer"}},
+        "required": ["key"],
+        "title": "lookupArguments",
+    },
+    annotations={"readOnlyHint": True, "title": "Lookup (by annotation)"},
+    title="Record lookup",
+    output_schema={"type": "object", "properties": {"found": {"type": "boolean"}}},
+    icons=[{"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml"}],
+    meta={"com.example/version": "3"},
+    reply=Reply.text("found"),
+)
+SERVER_INFO = {"name": "Acme Knowledge Base", "title": "Acme KB", "version": "7.1.0"}
+
+
+@pytest.mark.requirements("EXP-3")
+def test_parameters_are_the_input_schema_whatever_else_the_definition_holds(
+    host, http_mock, stdio_mock, model
+):
+    """The function's `parameters` equal the server's `inputSchema` exactly, `$defs` and `$ref`
+    kept (not resolved, not inlined), and neither the output schema nor anything else of the
+    definition in them; over HTTP and stdio."""
+    docs = http_mock(ServerSpec(name="docs", tools=[FULL_DEFINITION], server_info=SERVER_INFO))
+    local = stdio_mock(ServerSpec(name="local", tools=[FULL_DEFINITION], server_info=SERVER_INFO))
+    host.add_http("docs", docs)
+    host.add_stdio("local", local)
+    body = offered_after_start(host, model, "EXP-3")
+    for mock, name in ((docs, "docs"), (local, "local")):
+        served = mock.spec.tool("lookup").definition()["inputSchema"]
+        offered = offered_function(body, mock, "lookup") or {}
+        check(
+            same_json(offered.get("parameters"), served),
+            ids="EXP-3",
+            expected=f"parameters of {name}/lookup equal its inputSchema, $defs and $ref kept",
+            actual=f"parameters {offered.get('parameters')}",
+        )
+
+
+@pytest.mark.requirements("EXP-1", "EXP-4")
+def test_names_and_labels_come_from_the_configuration_not_the_server(host, http_mock, model):
+    """The function is named `mcp_<server>_<tool>` and labelled `[MCP server SERVER, tool
+    TOOL]` with the name the server is configured under and the tool's own name, whatever
+    the server calls itself (serverInfo) or titles the tool; the description holds the tool's
+    description, not its title."""
+    docs = http_mock(ServerSpec(name="docs", tools=[FULL_DEFINITION], server_info=SERVER_INFO))
+    host.add_http("docs", docs)
+    body = offered_after_start(host, model, "EXP-1")
+    offered = offered_function(body, docs, "lookup") or {}
+    check(
+        offered.get("name") == "mcp_docs_lookup",
+        ids="EXP-1",
+        expected="the function named mcp_docs_lookup (configured name, the tool's own name)",
+        actual=f"named {offered.get('name')!r}",
+    )
+    description = str(offered.get("description") or "")
+    check(
+        description.startswith("[MCP server docs, tool lookup]")
+        and FULL_DEFINITION.description in description,
+        ids="EXP-4",
+        expected="the label [MCP server docs, tool lookup] and the tool's description",
+        actual=f"description {description[:160]!r}",
+    )
+
+
+@pytest.mark.requirements("EXP-1", "EXP-2")
+def test_identical_definitions_on_two_servers_are_both_offered_apart(host, http_mock, model):
+    """Two servers that serve the same tool, defined the same way (the same name, description
+    and schema, and the same name for themselves, as two instances of one server have): both
+    are offered, each under its own valid and unique name."""
+    same = [Tool("search", "Searches the index.", reply=Reply.text("found it"))]
+    first = http_mock(ServerSpec(name="index", tools=same, server_info=SERVER_INFO))
+    second = http_mock(ServerSpec(name="index", tools=same, server_info=SERVER_INFO))
+    host.add_http("east", first)
+    host.add_http("west", second)
+    body = offered_after_start(host, model, "EXP-1")
+    names = [str((offered_function(body, m, "search") or {}).get("name")) for m in (first, second)]
+    check(
+        names == ["mcp_east_search", "mcp_west_search"],
+        ids="EXP-1",
+        expected="both offered, as mcp_east_search and mcp_west_search",
+        actual=f"offered as {names}",
+    )
+    offered = [str(f.get("name")) for f in mcp_functions(body)]
+    check(
+        len(offered) == len(set(offered)) and all(is_valid(n) for n in offered),
+        ids="EXP-2",
+        expected="every offered name valid and unique",
+        actual=f"offered {offered}",
+    )

@@ -2,12 +2,13 @@
 
 The model calls one tool fifteen times in one turn: twelve calls whose arguments break its
 schema in the ways a hand-written check gets wrong (a nested object's type, required member
-and extra member, an array item, `enum`, `minimum`, `oneOf`, `additionalProperties: false`,
-an integer given as 1.5 or as `true`), and three valid ones (nested, Unicode, `null` where
-`oneOf` allows it). The server's journal must hold exactly the three valid calls, each with
-its arguments as the model wrote them (as JSON: no member added, dropped or converted, so a
-host that fills in schema defaults or coerces types is caught too), and the model must be
-told `failed` for each invalid one.
+and extra member, the nested object defined through `$ref` and `$defs`, an array item,
+`enum`, `minimum`, `oneOf`, `additionalProperties: false`, an integer given as 1.5 or as
+`true`), and three valid ones (nested, Unicode, `null` where `oneOf` allows it). The
+server's journal must hold exactly the three valid calls, each with its arguments as the
+model wrote them (as JSON: no member added, dropped or converted, so a host that fills in
+schema defaults or coerces types is caught too), and the model must be told `failed` for
+each invalid one.
 """
 
 from __future__ import annotations
@@ -24,18 +25,24 @@ from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 pytestmark = pytest.mark.profile("schema-validation")
 
+# The nested object is a `$ref` to `$defs`, as Pydantic-based servers (FastMCP and others)
+# write every model: a check that does not follow references lets its breaks through.
 SCHEMA = {
+    "$defs": {
+        "Filter": {
+            "type": "object",
+            "properties": {"tag": {"type": "string"}},
+            "required": ["tag"],
+            "additionalProperties": False,
+            "title": "Filter",
+        }
+    },
     "type": "object",
     "properties": {
         "q": {"type": "string"},
         "limit": {"type": "integer", "minimum": 1},
         "mode": {"enum": ["fast", "deep"], "default": "fast"},
-        "filter": {
-            "type": "object",
-            "properties": {"tag": {"type": "string"}},
-            "required": ["tag"],
-            "additionalProperties": False,
-        },
+        "filter": {"$ref": "#/$defs/Filter"},
         "ids": {"type": "array", "items": {"type": "integer"}},
         "target": {"oneOf": [{"type": "string", "pattern": "^https://"}, {"type": "null"}]},
     },

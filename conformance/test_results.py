@@ -23,6 +23,7 @@ look at the text) is a `precondition` under that rule.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import threading
@@ -78,7 +79,12 @@ NO_RETRY = re.compile(
     re.IGNORECASE,
 )
 
-TRANSPORTS = ("json", "sse", "stdio")
+# How a server answers: over HTTP in JSON or SSE, over stdio; and as real servers also do, a
+# JSON body chunked, an SSE stream sent whole with a Content-Length, progress notifications
+# before the result (to a host that asks for them).
+TRANSPORTS = ("json", "sse", "stdio", "json-chunked", "sse-length", "sse-progress")
+FRAMING = {"json-chunked": "chunked", "sse-length": "length"}
+TURN_LIMIT = 16
 
 
 def shown(text: str | None) -> str:
@@ -90,12 +96,17 @@ def shown(text: str | None) -> str:
 
 def server_of(http_mock, stdio_mock, transport: str, tools: list[Tool], **misbehaviour: Any):
     """A mock serving `tools` over `transport` ("json", "sse": HTTP answering in that mode;
-    "stdio"), misbehaving as told."""
+    "stdio"; or one of TRANSPORTS' framings), misbehaving as told."""
+    if transport == "sse-progress":
+        tools = [
+            dataclasses.replace(t, reply=dataclasses.replace(t.reply, progress=2)) for t in tools
+        ]
     spec = ServerSpec(
         name="docs",
         tools=tools,
-        response_mode="json" if transport == "json" else "sse",
+        response_mode="json" if transport.startswith("json") else "sse",
         misbehaviour=Misbehaviour(**misbehaviour),
+        framing=FRAMING.get(transport, "default"),
     )
     return stdio_mock(spec) if transport == "stdio" else http_mock(spec)
 
@@ -157,8 +168,8 @@ def call_each(
 ) -> tuple[Any, Told]:
     """Configure every variant, start, and make one approved call of each tool of each, in
     one reply (or each in a reply of its own: then what the host does with the other calls
-    of a reply cannot matter), with arguments `{"tag": "server/tool"}`; (running, what the
-    model was told)."""
+    of a reply cannot matter), with arguments `{"tag": "server/tool"}`, at most 16 to a turn
+    (TURN-1's limit is not this case's business); (running, what the model was told)."""
     add_variants(host, variants)
     running = host.start(**start)
     calls = [
@@ -166,16 +177,21 @@ def call_each(
         for v in variants
         for tool in v.tools
     ]
-    model.script([*(calls if one_per_reply else [Step.calls(calls)]), Step.text("ok")])
-    turn = running.ask("use every tool", approve="y")
-    return running, told(model, turn)
+    turns = []
+    for first in range(0, len(calls), TURN_LIMIT):
+        chunk = calls[first : first + TURN_LIMIT]
+        model.script([*(chunk if one_per_reply else [Step.calls(chunk)]), Step.text("ok")])
+        turns.append(running.ask("use every tool", approve="y"))
+    return running, told(model, turns)
 
 
-def told(model, turn=None) -> Told:
+def told(model, turns=None) -> Told:
     """Each call the mock model made (by the tag in its arguments) with the outputs paired to
-    it in the next model request, and the statuses the client reported."""
+    it in the next model request, and the statuses the client reported (in `turns`: a Turn
+    or a list of them)."""
     bodies = model_requests(model)
-    result = Told(reported=Counter(c.status for c in turn.calls) if turn is not None else Counter())
+    turns = [] if turns is None else turns if isinstance(turns, list) else [turns]
+    result = Told(reported=Counter(c.status for turn in turns for c in turn.calls))
     for k, calls in enumerate(reply_calls(model)):
         following = bodies[k + 1] if k + 1 < len(bodies) else None
         items = following.get("input") if isinstance(following, dict) else None
@@ -254,7 +270,7 @@ def test_text_blocks_complete_in_order_on_every_transport(host, http_mock, stdio
             positions = [text.find(t) for t in texts]
             if -1 in positions or positions != sorted(positions):
                 problems.append(f"{tag}: the text blocks {texts} not all there, in order: {text!r}")
-    problems.append(reported_problem(told_, ["completed"] * 6) or "")
+    problems.append(reported_problem(told_, ["completed"] * 2 * len(TRANSPORTS)) or "")
     problems = [p for p in problems if p]
     check(
         not problems,
@@ -491,7 +507,7 @@ def test_errors_are_failed_with_the_servers_message(host, http_mock, stdio_mock,
         told_.text("polled/query") or ""
     ):
         problems.append("polled/query: failed without the server's message")
-    statuses = ["failed"] * 9 + [told_.stated("polled/query") or "failed"]
+    statuses = ["failed"] * 3 * len(TRANSPORTS) + [told_.stated("polled/query") or "failed"]
     problems.append(reported_problem(told_, statuses) or "")
     problems = [p for p in problems if p]
     check(
@@ -499,7 +515,8 @@ def test_errors_are_failed_with_the_servers_message(host, http_mock, stdio_mock,
         ids="RES-5",
         expected=(
             "status failed with the server's message for isError (with and without text) and "
-            "JSON-RPC errors, over JSON, SSE and stdio"
+            "JSON-RPC errors, over JSON, SSE and stdio (and JSON chunked, SSE with a length, "
+            "SSE with progress)"
         ),
         actual="; ".join(problems),
     )
@@ -660,7 +677,8 @@ def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
             ),
             "sse",
         )
-        for variant in ("deliver", "close-again")
+        # "refuse-resume": a server that supports no resumption refuses the GET (405)
+        for variant in ("deliver", "close-again", "refuse-resume")
     ]
     _, told_ = call_each(host, model, variants)
 
@@ -670,6 +688,8 @@ def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
         problem = told_.status_problem(tag, "completed", "unknown")
         if problem:
             problems.append(problem)
+        elif v.name == "refuse-resume" and told_.stated(tag) != "unknown":
+            problems.append(f"{tag}: the resumption was refused, yet {told_.stated(tag)}")
         elif told_.stated(tag) == "completed" and f"polled result {v.name} ✓" not in (
             told_.text(tag) or ""
         ):
@@ -734,14 +754,16 @@ def test_response_over_1_mib_is_unknown_and_under_it_completed(host, http_mock, 
             problem = told_.status_problem(tag, "unknown")
         if problem:
             problems.append(problem)
-    problems.append(reported_problem(told_, ["unknown"] * 3 + ["completed"] * 3) or "")
+    n = len(TRANSPORTS)
+    problems.append(reported_problem(told_, ["unknown"] * n + ["completed"] * n) or "")
     problems = [p for p in problems if p]
     check(
         not problems,
         ids="RES-8",
         expected=(
             "unknown for answers over 1 MiB of UTF-8 (multi-byte, under 1 Mi characters), "
-            "completed for 1 MiB minus 16 KiB; over JSON, SSE and stdio"
+            "completed for 1 MiB minus 16 KiB; over JSON, SSE and stdio (and JSON chunked, SSE "
+            "with a length, SSE with progress)"
         ),
         actual="; ".join(problems),
     )

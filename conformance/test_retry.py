@@ -42,7 +42,8 @@ CAUSES: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 # SSE polling: a resuming client gets the result (completed), one that does not says unknown;
 # either way the call is POSTed once.
-POLLED = [("polled", "deliver"), ("polled-twice", "close-again")]
+# the SSE stream closed before the result: resumed once, twice, or the resumption refused
+POLLED = [("polled", "deliver"), ("polled-twice", "close-again"), ("unresumable", "refuse-resume")]
 # What an acknowledgement prompt must convey: the earlier call may already have run.
 MAY_HAVE_RUN = re.compile(
     r"\b(may|might|could|possibly|perhaps)\b|unknown|uncertain|unclear|not sure|not known",

@@ -98,7 +98,7 @@ def initialize_result(spec: ServerSpec, params: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": True}},
-        "serverInfo": {"name": spec.name, "version": SERVER_VERSION},
+        "serverInfo": spec.server_info or {"name": spec.name, "version": SERVER_VERSION},
     }
     if spec.instructions:
         out["instructions"] = spec.instructions

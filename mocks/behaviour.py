@@ -46,6 +46,9 @@ class Plan:
     counts_as_call: bool = False  # an answered tools/call (change_tools_after_call counts)
     barrier: str | None = None  # wait at this barrier (mocks.barrier) before anything else
     events: tuple[dict[str, Any], ...] = ()  # journal events, each {"event": name, ...}
+    # notifications/progress sent before the reply, each after `progress_interval` seconds
+    progress: tuple[dict[str, Any], ...] = ()
+    progress_interval: float = 0.0
 
     @property
     def answers(self) -> bool:
@@ -60,6 +63,29 @@ def polls(misbehaviour: Misbehaviour, message: dict[str, Any]) -> bool:
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     return not misbehaviour.poll_tools or name in misbehaviour.poll_tools
+
+
+def _progress(
+    tools: list[Tool], message: dict[str, Any]
+) -> tuple[tuple[dict[str, Any], ...], float] | None:
+    """The progress notifications a call's tool sends before its result: only for a call that
+    asked for them (a `progressToken`), as real servers do."""
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    tool = next((t for t in tools if t.name == params.get("name")), None)
+    if tool is None or not tool.reply.progress or not isinstance(token, str | int):
+        return None
+    total = tool.reply.progress
+    notes = tuple(
+        _rpc.notification(
+            "notifications/progress",
+            {"progressToken": token, "progress": n, "total": total, "message": f"step {n}"},
+        )
+        for n in range(1, total + 1)
+    )
+    return notes, tool.reply.progress_interval
 
 
 def decide(
@@ -90,6 +116,10 @@ def decide(
     if method == "tools/call":
         fields["counts_as_call"] = True
         fields["flood_stderr"] = bad.stderr_flood
+        progress = _progress(tools, message)
+        if progress:
+            fields["progress"], fields["progress_interval"] = progress
+            events.append({"event": "progress", "count": len(progress[0])})
         if bad.change_tools_after_call and calls_answered == 0:
             fields["tools_after"] = tuple(bad.changed_tools)
             events.append({"event": "tools-changed", "count": len(bad.changed_tools)})

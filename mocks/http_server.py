@@ -229,6 +229,11 @@ class HttpMock(ServedMock):
             return request.keep_alive
         session = self._sessions[request.headers["mcp-session-id"]]
         last_event_id = request.headers.get("last-event-id")
+        if last_event_id is not None and self.spec.misbehaviour.poll_call == "refuse-resume":
+            self._event(conn, {"event": "sse-resume-refused", "last_event_id": last_event_id[:100]})
+            allow = [("allow", "POST, DELETE")]
+            write_response(conn.writer, 405, b"", allow, keep_alive=request.keep_alive)
+            return request.keep_alive
         if last_event_id is not None:
             return await self._resume(session, last_event_id, request, conn)
         body = ChunkedBody(conn.writer)
@@ -425,27 +430,54 @@ class HttpMock(ServedMock):
         polled = [plan for plan in plans if plan.poll]
         if polled:
             return await self._answer_polled(plans, invalid, headers, session, request, conn)
+        framing = self.spec.framing
         if json_mode:
             replies = list(invalid)
             for plan in plans:
                 if not await self._wait(plan, conn):
                     return False
+                # no stream to send progress on: the call takes as long all the same
+                await asyncio.sleep(plan.progress_interval * len(plan.progress))
                 assert plan.reply is not None
                 replies.append(plan.reply)
             body = _rpc.compact(replies if batch else replies[0]).encode()
-            write_response(conn.writer, 200, body, JSON_HEADERS + headers, keep_alive=keep)
+            if framing == "chunked":
+                chunked = ChunkedBody(conn.writer)
+                chunked.start(200, JSON_HEADERS + headers, keep_alive=keep)
+                await chunked.send(body)
+                await chunked.end()
+            else:
+                write_response(conn.writer, 200, body, JSON_HEADERS + headers, keep_alive=keep)
             return keep
+        whole = framing == "length"  # the stream sent at once, with a Content-Length
+        collected: list[bytes] = []
         stream = ChunkedBody(conn.writer)
-        stream.start(200, SSE_HEADERS + headers, keep_alive=keep)
-        await conn.writer.drain()
+        if not whole:
+            stream.start(200, SSE_HEADERS + headers, keep_alive=keep)
+            await conn.writer.drain()
+
+        async def send(event: bytes) -> None:
+            if whole:
+                collected.append(event)
+            else:
+                await stream.send(event)
+
         for reply in invalid:
-            await stream.send(sse_event(_rpc.compact(reply)))
+            await send(sse_event(_rpc.compact(reply)))
         for plan in plans:
             if not await self._wait(plan, conn):
                 return False
+            for note in plan.progress:
+                await asyncio.sleep(plan.progress_interval)
+                await send(sse_event(_rpc.compact(note)))
             assert plan.reply is not None
-            await stream.send(sse_event(_rpc.compact(plan.reply)))
-        await stream.end()
+            await send(sse_event(_rpc.compact(plan.reply)))
+        if whole:
+            write_response(
+                conn.writer, 200, b"".join(collected), SSE_HEADERS + headers, keep_alive=keep
+            )
+        else:
+            await stream.end()
         return keep
 
     async def _wait(self, plan: Plan, conn: Connection) -> bool:

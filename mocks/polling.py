@@ -53,7 +53,7 @@ def segments(variant: str, first: list[Message], final: list[Message]) -> list[S
         return [opening, Segment([], "stall")]
     if variant == "close-again":
         return [opening, Segment([None], "close"), Segment(list(final), "end")]
-    if variant in ("deliver", "error"):
+    if variant in ("deliver", "error", "refuse-resume"):
         return [opening, Segment(list(final), "end")]
     raise ValueError(f"unknown polling variant {variant!r}")
 

@@ -49,6 +49,9 @@ class Reply:
       limit; not the oversize misbehaviour, which breaks the 1 MiB message limit).
     - meta: the result's `_meta` object, sent as is (a host shows none of it: a result can
       be made large without changing what the model is told).
+    - progress: `notifications/progress` sent while the call works, before the result, each
+      after `progress_interval` seconds, when the call carries a `progressToken` (as real
+      servers do; over SSE and stdio; a JSON response only waits as long).
     """
 
     content: list[dict[str, Any]] = field(default_factory=list)
@@ -58,6 +61,8 @@ class Reply:
     echo: bool = False
     pad_to: int | None = None
     meta: dict[str, Any] | None = None
+    progress: int = 0
+    progress_interval: float = 0.0
 
     # constructors for the common cases -------------------------------------------------
     @classmethod
@@ -123,6 +128,11 @@ class Tool:
     input_schema: Any = field(default_factory=lambda: dict(DEFAULT_SCHEMA))  # raw; MISSING omits it
     annotations: dict[str, Any] | None = None
     reply: Reply = field(default_factory=Reply.echo_arguments)
+    # the other fields of a tool definition in the current MCP schema, sent as they are
+    title: str | None = None
+    output_schema: Any = None  # `outputSchema`; None omits it
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None  # the definition's `_meta`
     # Set by a running mock (see `with_markers`), never by hand: a token unique to this tool
     # of this mock, served in its description and schema so the mock model finds the
     # function a host offers for it, whatever the host named or labelled it.
@@ -138,6 +148,14 @@ class Tool:
             d["inputSchema"] = marked_schema(self.input_schema, self.marker)
         if self.annotations is not None:
             d["annotations"] = self.annotations
+        if self.title is not None:
+            d["title"] = self.title
+        if self.output_schema is not None:
+            d["outputSchema"] = self.output_schema
+        if self.icons is not None:
+            d["icons"] = self.icons
+        if self.meta is not None:
+            d["_meta"] = self.meta
         return d
 
 
@@ -257,6 +275,8 @@ class Misbehaviour:
       close; the result comes on the GET after that). Event ids are `<stream>-<n>` and
       resuming from any of them replays what followed it. A polled call is answered by
       SSE even when `response_mode` is "json".
+      "refuse-resume": the GET is refused (405, as a server that supports no resumption
+      answers), so the call's outcome stays unknown.
     - poll_tools: the tools whose calls poll (empty: every tool).
     - poll_retry_ms: the `retry` field of the priming events, in milliseconds.
     - barrier: "127.0.0.1:PORT" of a `mocks.barrier.Barrier`: `initialize` is answered only
@@ -314,6 +334,12 @@ class ServerSpec:
     response_mode: str = "sse"  # "sse" or "json" (Streamable HTTP only)
     instructions: str | None = None
     misbehaviour: Misbehaviour = field(default_factory=Misbehaviour)
+    # The `serverInfo` it answers `initialize` with (a server names itself, however it is
+    # configured); None: {"name": name, "version": ...}.
+    server_info: dict[str, Any] | None = None
+    # HTTP: how a response body is framed: "default" (JSON by Content-Length, SSE chunked),
+    # "chunked" (JSON too) or "length" (an SSE stream sent whole with a Content-Length).
+    framing: str = "default"
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -226,7 +226,8 @@ class StdioServer:
         if plan.barrier:  # waits on a thread of its own: the reader goes on reading
             waiter = threading.Thread(target=self.deliver_after_barrier, args=(plan,), daemon=True)
             waiter.start()
-        elif plan.delay:
+        elif plan.delay or (plan.progress and plan.progress_interval):
+            # on a thread of its own: the reader goes on reading while the call works
             timer = threading.Timer(plan.delay, self.deliver, args=(plan,))
             timer.daemon = True
             timer.start()
@@ -246,6 +247,10 @@ class StdioServer:
     def deliver(self, plan: Plan) -> None:
         if plan.flood_stderr:
             self.flood("tools/call", plan.flood_stderr)
+        for note in plan.progress:
+            if plan.progress_interval:
+                threading.Event().wait(plan.progress_interval)
+            self.send(note)
         if plan.reply is not None:
             self.send(plan.reply)
         if plan.tools_after is not None:
