@@ -84,7 +84,8 @@ NO_RETRY = re.compile(
 # before the result (to a host that asks for them).
 TRANSPORTS = ("json", "sse", "stdio", "json-chunked", "sse-length", "sse-progress")
 FRAMING = {"json-chunked": "chunked", "sse-length": "length"}
-TURN_LIMIT = 16
+CALLS_A_TURN = 8
+CALLS_A_SESSION = 15
 
 
 def shown(text: str | None) -> str:
@@ -168,20 +169,29 @@ def call_each(
 ) -> tuple[Any, Told]:
     """Configure every variant, start, and make one approved call of each tool of each, in
     one reply (or each in a reply of its own: then what the host does with the other calls
-    of a reply cannot matter), with arguments `{"tag": "server/tool"}`, at most 16 to a turn
-    (TURN-1's limit is not this case's business); (running, what the model was told)."""
+    of a reply cannot matter), with arguments `{"tag": "server/tool"}`; (the last session,
+    what the model was told). A call limit is TURN-1's business, not this case's: at most
+    CALLS_A_TURN calls a turn and CALLS_A_SESSION a session (a new session for the rest), so
+    that a host counting the limit wrongly (per session, or at 15) meets none here."""
     add_variants(host, variants)
-    running = host.start(**start)
     calls = [
         Step.call(server=v.name, tool=tool, arguments={"tag": f"{v.name}/{tool}"})
         for v in variants
         for tool in v.tools
     ]
     turns = []
-    for first in range(0, len(calls), TURN_LIMIT):
-        chunk = calls[first : first + TURN_LIMIT]
-        model.script([*(chunk if one_per_reply else [Step.calls(chunk)]), Step.text("ok")])
-        turns.append(running.ask("use every tool", approve="y"))
+    running = None
+    for first in range(0, len(calls), CALLS_A_SESSION):
+        if running is not None:
+            running.stop()
+        running = host.start(**start)
+        session = calls[first : first + CALLS_A_SESSION]
+        for at in range(0, len(session), CALLS_A_TURN):
+            chunk = session[at : at + CALLS_A_TURN]
+            model.script([*(chunk if one_per_reply else [Step.calls(chunk)]), Step.text("ok")])
+            turns.append(running.ask("use every tool", approve="y"))
+    if running is None:
+        running = host.start(**start)
     return running, told(model, turns)
 
 
@@ -683,13 +693,11 @@ def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
     _, told_ = call_each(host, model, variants)
 
     problems = []
-    for v in variants:
+    for v in variants[:2]:
         tag = f"{v.name}/query"
         problem = told_.status_problem(tag, "completed", "unknown")
         if problem:
             problems.append(problem)
-        elif v.name == "refuse-resume" and told_.stated(tag) != "unknown":
-            problems.append(f"{tag}: the resumption was refused, yet {told_.stated(tag)}")
         elif told_.stated(tag) == "completed" and f"polled result {v.name} ✓" not in (
             told_.text(tag) or ""
         ):
@@ -699,6 +707,14 @@ def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
         ids=["RES-1", "RES-7"],
         expected="the resumed result, completed with its text, or unknown (not resumed)",
         actual="; ".join(problems),
+    )
+    # Refused, the resumption leaves the connection lost after the call was sent: RES-7's.
+    problem = told_.status_problem("refuse-resume/query", "unknown")
+    check(
+        problem is None,
+        ids="RES-7",
+        expected="unknown for a call whose stream closed and whose resumption was refused",
+        actual=str(problem),
     )
 
 

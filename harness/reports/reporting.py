@@ -153,6 +153,16 @@ def _contributions(case: CaseResult) -> dict[str, Contribution]:
         for rid in case.failed_requirements:
             found[rid] = Contribution(case.id, case.outcome)
         return _with_monitors(case, found)
+    if failing and case.failed_requirements:
+        # The failure says which rules it is about: those fail; the case's other rules were
+        # not checked past it (a case of RES-1 and RES-7 that failed on RES-7's check says
+        # nothing against RES-1).
+        for rid in case.failed_requirements:
+            found[rid] = Contribution(case.id, case.outcome)
+        stopped = f"the case stopped at a failure of {' '.join(case.failed_requirements)}"
+        for rid in case.requirements:
+            found.setdefault(rid, Contribution(case.id, NOT_RUN, stopped))
+        return _with_monitors(case, found)
     outcome, reason = case.outcome, case.reason
     for rid in [*case.requirements, *(case.failed_requirements if failing else [])]:
         found.setdefault(rid, Contribution(case.id, outcome, reason))
