@@ -1,8 +1,9 @@
 """Reading a server's status after a start, for the DISC cases (connection and limits).
 
-Strategy: whether a server "registered" is read from its status record and the line the
-user saw, accepting every rendering the catalog allows (`1 tool` and `1 tools`, DISC-1's
-decision) and nothing else; a case names the requirement whose rule it checks.
+Strategy: whether a server "registered" is read from its status record (the adapter's
+translation of what the host showed); the wording of a status line is judged only under the
+rule that states it (DISC-1's `MCP server NAME: N tools from DESTINATION`, accepting `1 tool`
+and `1 tools`; DISC-3's `MCP server NAME unavailable: REASON`), never under another rule.
 """
 
 from __future__ import annotations
@@ -52,13 +53,16 @@ def expect_unavailable(running: Running, name: str, ids: str, why: str) -> None:
         expected=f"server {name} ({why}) reported unavailable with a reason",
         actual=describe_status(status),
     )
-    line = f"MCP server {name} unavailable: "
-    check(
-        line in running.text,
-        ids=ids,
-        expected=f"a status line starting {line!r}",
-        actual=f"start showed: {running.text[-400:]!r}",
-    )
+    # The line's wording is DISC-3's rule (the one that states it); any other rule is judged
+    # on the substance: the server reported unavailable, with a reason.
+    if ids == "DISC-3":
+        line = f"MCP server {name} unavailable: "
+        check(
+            line in running.text,
+            ids=ids,
+            expected=f"a status line starting {line!r}",
+            actual=f"start showed: {running.text[-400:]!r}",
+        )
 
 
 def tools_line_pattern(name: str, tools: int, destinations: Sequence[str]) -> re.Pattern[str]:

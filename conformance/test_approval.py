@@ -19,11 +19,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.cases.observe import (
-    call_outputs,
     exposed_name,
     model_requests,
     output_text,
-    shows_status,
+    paired_outputs,
+    reply_calls,
+    stated_status,
     stays_quiet,
 )
 from mcp_host_conformance.harness.verdicts.outcomes import check
@@ -108,23 +109,25 @@ def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts)
         ]
     )
     early: list[str] = []
+    answered = [0]
 
+    # Calls are counted, not told apart by what the prompt shows (a host may show no
+    # arguments): when the k-th confirmation is open, at most k-1 calls may have arrived.
     def approve(confirmation) -> str:
-        shown, _pretty = shown_json(confirmation.arguments)
-        n = 2 if isinstance(shown, dict) and shown.get("n") == 2 else 1
-        if calls_with(docs.journal, "n", n):
-            early.append(f"call n={n} reached the server before its confirmation was answered")
-        elif n == 2:
+        received = docs.journal.count("tools/call")
+        if received > answered[0]:
+            early.append(
+                f"{received} call(s) reached the server while confirmation {answered[0] + 1} "
+                "was open"
+            )
+        elif answered[0] == 1:
             # Watch a little: a client that sends and asks at the same time is caught here.
             try:
-                docs.journal.wait_for(
-                    "tools/call",
-                    where=lambda e: (e.params or {}).get("arguments") == {"n": 2},
-                    timeout=timeouts.grace,
-                )
-                early.append("call n=2 reached the server while its confirmation was still open")
+                docs.journal.wait_for("tools/call", count=2, timeout=timeouts.grace)
+                early.append("the second call reached the server while its confirmation was open")
             except JournalTimeout:
                 pass
+        answered[0] += 1
         return "y"
 
     turn = running.ask("query twice", approve=approve)
@@ -169,16 +172,19 @@ def test_identical_calls_each_wait_for_their_own_approval(host, http_mock, stdio
     model.script([Step.calls([same_query, same_read]), same_query, Step.text("ok")])
 
     first = running.ask("query and read", approve=["y", "y", "n"])
-    model.script([same_query, same_read, Step.text("ok")])
-    second = running.ask("the same again", approve="")
+    # The same calls in the next turns, one a question: a host may end its turn at a refusal.
+    again = 0
+    for call in (same_query, same_read):
+        model.script([call, Step.text("ok")])
+        again += len(running.ask("the same again", approve="").confirmations)
 
-    shown = (len(first.confirmations), len(second.confirmations))
+    shown = (len(first.confirmations), again)
     check(
         shown == (3, 2),
         ids="APR-1",
         expected=(
             "3 confirmations in the first turn (two calls of one reply, then the identical "
-            "query again) and 2 in the next turn (the same calls again)"
+            "query again) and 1 for each of the same calls again in the next turns"
         ),
         actual=f"{shown[0]} and {shown[1]} confirmation(s)",
     )
@@ -219,11 +225,15 @@ NOT_YES = [
 def test_anything_but_yes_denies(host, http_mock, model, timeouts):
     """Approval is default-deny: an empty answer, `n`, or anything but yes denies; nothing is
     sent (not then, not later: also across the next question and a grace period); the model
-    receives status `denied`."""
+    receives status `denied`. **Per the RES decision** the APR rules never fail for the status
+    word alone: the model must not be told the denied call ran (completed, failed, unknown,
+    a cut output); a host that ends the turn on a refusal may tell it in the next question's
+    request."""
     docs = http_mock(docs_spec())
     host.add_http("docs", docs)
     running = host.start()
     problems: list[str] = []
+    denied_outputs: dict[str, str | None] = {}
     for answer in NOT_YES:
         model.script(
             [Step.call(server="docs", tool="query", arguments={"answer": answer}), Step.text("ok")]
@@ -238,18 +248,26 @@ def test_anything_but_yes_denies(host, http_mock, model, timeouts):
                 else ""
             )
             problems.append(f"answer {answer!r}: the call was sent{selects}")
-        outputs = call_outputs(model)[-1][1] if call_outputs(model) else []
-        got = output_text(outputs[0]) if outputs else None
-        if len(model_requests(model)) - before < 2 or got is None:
-            problems.append(f"answer {answer!r}: no output for the call reached the model")
-        elif not shows_status(got, "denied"):
-            problems.append(f"answer {answer!r}: the model received {got[:120]!r}")
+        del before
+        made = reply_calls(model)
+        call_id = made[-1][0]["call_id"] if made and made[-1] else None
+        denied_outputs[answer] = call_id
+
         statuses = [c.status for c in turn.calls]
         if statuses != ["denied"]:
             problems.append(f"answer {answer!r}: the client reported {statuses}")
     model.script([Step.text("nothing to do")])
     before = len(model_requests(model))
     running.ask("anything else?", approve="")
+    # What the model was told of each refused call: in the request after it, or in the next
+    # question's (a host may end its turn on a refusal); never that it ran.
+    for answer, call_id in denied_outputs.items():
+        told = [o for body in model_requests(model) for o in paired_outputs(body, call_id)]
+        said = stated_status(told[0]) if told else None
+        if said not in (None, "denied"):
+            problems.append(
+                f"answer {answer!r}: the model was told {said}: {output_text(told[0])[:120]!r}"
+            )
     check(
         len(model_requests(model)) > before,
         ids="APR-2",
@@ -272,7 +290,7 @@ def test_anything_but_yes_denies(host, http_mock, model, timeouts):
     check(
         not problems,
         ids="APR-2",
-        expected=f"answers {NOT_YES} each deny and the model receives `denied`",
+        expected=f"answers {NOT_YES} each deny, and the model is never told the call ran",
         actual="; ".join(problems),
     )
 
@@ -324,34 +342,39 @@ def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
     running = host.start()
     annotated = [Step.call(server="docs", tool=name, arguments={"n": 0}) for name in HINTS_ALONE]
     annotated.append(Step.call(server="notes", tool="read", arguments={"n": 0}))
-    model.script([Step.calls(annotated), Step.text("ok")])
+    # One call a question: a host may end its turn at a refusal, which says nothing of the
+    # approval of the calls it never reached.
+    unconfirmed = []
+    for call in annotated:
+        model.script([call, Step.text("ok")])
+        turn = running.ask("peek at it", approve="")
+        if len(turn.confirmations) != 1:
+            unconfirmed.append(f"{call.tool_calls[0].wanted}: {len(turn.confirmations)}")
 
-    first = running.ask("peek at everything", approve="")
-
-    model.script(
-        [
-            Step.call(server="docs", tool="look", arguments={"n": 1}),
-            Step.call(server="docs", tool="look", arguments={"n": 2}),
-            Step.call(server="notes", tool="read", arguments={"n": 1}),
-            Step.call(server="notes", tool="read", arguments={"n": 2}),
-            Step.text("ok"),
-        ]
-    )
-    second = running.ask("look twice, read twice", approve=["y", "n", "y", ""])
+    later = [
+        (Step.call(server="docs", tool="look", arguments={"n": 1}), "y"),
+        (Step.call(server="docs", tool="look", arguments={"n": 2}), "n"),
+        (Step.call(server="notes", tool="read", arguments={"n": 1}), "y"),
+        (Step.call(server="notes", tool="read", arguments={"n": 2}), ""),
+    ]
+    confirmed_later = 0
+    for call, answer in later:
+        model.script([call, Step.text("ok")])
+        confirmed_later += len(running.ask("look again", approve=answer).confirmations)
 
     check(
-        len(first.confirmations) == len(annotated),
+        not unconfirmed,
         ids="APR-3",
         expected=f"a confirmation for each of the {len(annotated)} annotated calls",
-        actual=f"{len(first.confirmations)} confirmation(s)",
+        actual=f"confirmations for {unconfirmed}",
     )
     check(
-        len(second.confirmations) == 4,
+        confirmed_later == 4,
         ids="APR-3",
         expected=(
             "a confirmation for each of 4 calls of read-only tools, also after one was approved"
         ),
-        actual=f"{len(second.confirmations)} confirmation(s)",
+        actual=f"{confirmed_later} confirmation(s)",
     )
     sent = sorted(
         f"{server}/{e.params.get('name')} n={(e.params.get('arguments') or {}).get('n')}"

@@ -723,6 +723,11 @@ def test_no_oauth_flow_after_a_rejection(
     The 401 and 403 (at connect, and a 401 at call time) carry the MCP authorization spec's
     `WWW-Authenticate: Bearer resource_metadata="URL"` pointing at a live authorization
     server mock that would answer every step of the flow."""
+    if description.has_oauth and "oauth" not in description.profiles:
+        pytest.skip(
+            f"{NOT_APPLICABLE_PREFIX}{description.name} has OAuth (describe().has_oauth) "
+            "without claiming the oauth profile: the rule is for hosts without OAuth"
+        )
     if "oauth" in description.profiles:
         pytest.skip(
             f"{NOT_APPLICABLE_PREFIX}{description.name} claims the oauth profile "

@@ -498,10 +498,12 @@ def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, std
     running.ask("third")
 
     bodies = model_requests(model)[before:]
+    # A host may end its turn at a refusal (the denied result then rides with the third
+    # question): four requests at least, whatever it does.
     check(
-        len(bodies) >= 5,
+        len(bodies) >= 4,
         ids="EXP-5",
-        expected="five model requests (call, results, call, denied result, third question)",
+        expected="at least four model requests (call, results, call, third question)",
         actual=f"{len(bodies)}",
     )
     without = [

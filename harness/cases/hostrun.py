@@ -243,12 +243,18 @@ class Running:
         )
         unmatched_before = len(self._unmatched_calls())
         configuration = self.host.config_digest()
-        with self.host.moments.step("ask", self.number, question):
-            turn = bounded(
-                "ask()",
-                lambda: self.session.ask(question, on_confirmation, on_acknowledgement),
-                limit,
-            )
+        began = time.time()
+        try:
+            with self.host.moments.step("ask", self.number, question):
+                turn = bounded(
+                    "ask()",
+                    lambda: self.session.ask(question, on_confirmation, on_acknowledgement),
+                    limit,
+                )
+        except Exception:
+            self._tools_refused_since(began)  # the turn failed because of what was offered?
+            raise
+        self._tools_refused_since(began)
         self.turns.append(turn)
         changed = sorted(
             str(p) for p, d in self.host.config_digest().items() if configuration.get(p) != d
@@ -268,6 +274,33 @@ class Running:
             actual="; ".join(not_offered),
         )
         return turn
+
+    def _tools_refused_since(self, began: float) -> None:
+        """A model request of this turn that the real service would refuse for a tool it
+        offers (a name outside the pattern, parameters that are no object): the host cannot
+        hold a conversation, so nothing the case checks can be judged. That is EXP-2's (the
+        name) or EXP-3's (the parameters) rule, named as the precondition, never the case's."""
+        model = self.host.model
+        if model is None:
+            return
+        from mcp_host_conformance.mocks.responses.wire import check_tool
+
+        for entry in model.journal.entries(kind="http"):
+            body = entry.extra.get("body")
+            responses = (entry.path or "").split("?")[0].endswith("/responses")
+            if entry.time < began or not responses or not isinstance(body, dict):
+                continue
+            tools = body.get("tools")
+            for i, tool in enumerate(tools if isinstance(tools, list) else []):
+                problem = check_tool(tool, f"tools[{i}]")
+                if problem is not None:
+                    name = str(problem.param or "").endswith(".name")
+                    precondition(
+                        False,
+                        ids="EXP-2" if name else "EXP-3",
+                        expected="tools the model service accepts (as the real one would)",
+                        actual=f"the model service would refuse the request: {problem.message}",
+                    )
 
     def _unmatched_calls(self) -> list[str]:
         """Why each scripted call the mock model could not make so far (the host offered no

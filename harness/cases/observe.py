@@ -17,7 +17,7 @@ import json
 import re
 import select
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from mcp_host_conformance.harness.cases.mock_contract import Journal, MarkedMock, ModelService
@@ -40,6 +40,7 @@ Tool = dict[str, Any]
 __all__ = [
     "builtin_tools",
     "call_outputs",
+    "declare_vocabulary",
     "exposed_name",
     "function_call_outputs",
     "function_calls",
@@ -223,6 +224,25 @@ _PHRASE = re.compile(
 )
 
 
+# The host's own words for statuses (`Description.status_vocabulary`), for this run.
+_VOCABULARY: list[tuple[str, re.Pattern[str]]] = []
+
+
+def declare_vocabulary(vocabulary: Mapping[str, str]) -> None:
+    """Read statuses in the host's own words too (the adapter's declaration): status -> a
+    regular expression an output matches when it means that status. ValueError for a status
+    outside the catalog's or a pattern that does not compile."""
+    found = []
+    for status, pattern in vocabulary.items():
+        if status not in STATUS_WORDS:
+            raise ValueError(f"status_vocabulary: {status!r} is not one of {STATUS_WORDS}")
+        try:
+            found.append((status, re.compile(pattern)))
+        except re.error as exc:
+            raise ValueError(f"status_vocabulary[{status!r}]: {exc}") from None
+    _VOCABULARY[:] = found
+
+
 def stated_status(output: object) -> str | None:
     """The status an output tells the model, or None when it states none.
 
@@ -241,6 +261,9 @@ def stated_status(output: object) -> str | None:
         structured = parsed.get("status") if isinstance(parsed, dict) else None
     if isinstance(structured, str) and structured.lower() in STATUS_WORDS:
         return structured.lower()
+    for status, pattern in _VOCABULARY:  # the host's own, declared by its adapter
+        if pattern.search(text):
+            return status
     found = [m for m in (_FRAMING.search(text), _PHRASE.search(text)) if m is not None]
     if not found:
         return None

@@ -127,6 +127,14 @@ class Description:
     # then prompts for its value). The harness runs it itself in a pseudo-terminal, with
     # HOME and the working directory of the case. None: the host has no such command.
     interactive_add: tuple[str, ...] | None = None
+    # The host's own words for a call's status, where it does not state them as the catalog
+    # shows them (the RES decision: an unambiguous equivalent the host uses throughout):
+    # status -> a regular expression an output matches when it means that status, e.g.
+    # {"failed": r'^\{"error":'}. Read wherever a case reads a stated status.
+    status_vocabulary: Mapping[str, str] = field(default_factory=dict)
+    # The host has OAuth (it may start a flow after a 401 or 403) without claiming the `oauth`
+    # profile: CRED-6, the rule for hosts without OAuth, does not apply to it.
+    has_oauth: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.profiles, frozenset):

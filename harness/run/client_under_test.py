@@ -24,6 +24,7 @@ import pytest
 
 from mcp_host_conformance.harness.cases.hostrun import bounded
 from mcp_host_conformance.harness.cases.items import option
+from mcp_host_conformance.harness.cases.observe import declare_vocabulary
 from mcp_host_conformance.harness.contract.adapter import Adapter, Description
 from mcp_host_conformance.harness.contract.driver_wire import WireError, decode, encode
 from mcp_host_conformance.harness.run.loader import LoadError, load_adapter
@@ -56,6 +57,7 @@ class _Client:
     adapter: Adapter | None = None
     description: Description | None = None
     problem: str | None = None  # why it cannot be used; said once, never retried
+    vocabulary_read: bool = False  # its status vocabulary declared to `observe`
 
 
 _STATE = pytest.StashKey[_Client]()
@@ -142,6 +144,12 @@ def client_description(config: pytest.Config) -> Description:
             found = type(state.description).__name__
             state.description = None
             raise _fail(state, f"the client's describe() returned a {found}, not a Description")
+    if not state.vocabulary_read:
+        try:  # the host's own words for statuses, read by every case of this process
+            declare_vocabulary(state.description.status_vocabulary)
+        except ValueError as exc:
+            raise _fail(state, f"the client's describe(): {exc}") from None
+        state.vocabulary_read = True
     return state.description
 
 
