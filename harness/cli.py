@@ -6,11 +6,14 @@ in-process (no second interpreter start); the cases run in worker processes fork
 after collection (harness/run/workers.py; twice the CPUs by default since they mostly wait;
 `--serial` for one at a time); the table, the JSON report, the baseline and the exit status
 all come from `mcp_host_conformance.harness.reports.reporting`, so the command and a plain pytest
-invocation behave the same. `requirements` collects the same package (collect only) and reads each
+invocation behave the same, but for the exit status: pytest's codes give one number (4) to
+every usage error, a client that cannot be loaded among them, and call an empty selection 5;
+`run` gives each ending a status of its own (`Status`, `run_status`: the one mapping, listed
+by `--help`). `requirements` collects the same package (collect only) and reads each
 case's `requirements` marker, so the coverage it shows is the one a run would have.
 `baseline` writes an expected-failures file from a JSON report. Building the pytest
 arguments and rendering the listing are pure functions; only `main` touches pytest and the
-terminal. A mistake on the command line is one line on stderr (exit status 2), not a usage
+terminal. A mistake on the command line is one line on stderr (exit status 5), not a usage
 dump.
 """
 
@@ -18,18 +21,28 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import enum
 import functools
 import io
 import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
+
+import pytest
 
 from mcp_host_conformance.harness.cases.items import case_id, requirement_ids
-from mcp_host_conformance.harness.run.loader import LoadError, zoo_clients
+from mcp_host_conformance.harness.run.client_under_test import client_unusable
+from mcp_host_conformance.harness.run.loader import (
+    ClientChoiceError,
+    LoadError,
+    choose_client,
+    zoo_clients,
+)
 from mcp_host_conformance.harness.sandbox.network import (
     HOST,
     ISOLATED,
@@ -40,15 +53,18 @@ from mcp_host_conformance.harness.sandbox.network import (
 )
 from mcp_host_conformance.harness.verdicts.baseline import baseline_from_report
 from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
-from mcp_host_conformance.harness.verdicts.safe_text import visible
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 __all__ = [
+    "EXIT_STATUSES",
+    "Status",
     "broken_clients_for",
     "build_run_args",
     "collect_cases",
     "main",
     "render_requirements",
     "requirements_listing",
+    "run_status",
     "write_baseline",
 ]
 
@@ -67,6 +83,64 @@ MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
 
 
+class Status(enum.IntEnum):
+    """The command's exit statuses, one meaning each."""
+
+    PASSED = 0
+    FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    CLIENT_UNUSABLE = 4
+    USAGE_ERROR = 5
+
+
+EXIT_STATUSES: Final = {
+    Status.PASSED: "passed: no MUST case failed (no SHOULD case with --strict), the baseline "
+    "is up to date",
+    Status.FAILED: "a MUST case failed (a SHOULD case with --strict), or a baseline entry is "
+    "stale or unknown",
+    Status.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM)",
+    Status.INTERNAL_ERROR: "an internal error of the harness; or --network isolated where the "
+    "machine cannot seal the run",
+    Status.CLIENT_UNUSABLE: "the client could not be loaded or described (a driver: its "
+    "handshake failed); no case ran",
+    Status.USAGE_ERROR: "a usage error: a bad option, an empty --client or --client-cmd, an "
+    "unreadable expected-failures file, a report path that cannot be written, no case "
+    "selected",
+}
+
+# pytest's exit codes (pytest.ExitCode, by number: 6 is newer than the oldest pytest this
+# package takes) as `run` reports them. pytest's 4 is every usage error, a client that cannot
+# be loaded or described among them: `run_status` tells the two apart.
+_FROM_PYTEST: Final = {
+    0: Status.PASSED,  # OK
+    1: Status.FAILED,  # TESTS_FAILED
+    2: Status.INTERRUPTED,  # INTERRUPTED
+    3: Status.INTERNAL_ERROR,  # INTERNAL_ERROR
+    4: Status.USAGE_ERROR,  # USAGE_ERROR, or the client's failure
+    5: Status.USAGE_ERROR,  # NO_TESTS_COLLECTED: the options selected no case
+    6: Status.FAILED,  # MAX_WARNINGS_ERROR: `-- --max-warnings N` failed the run
+}
+
+
+def run_status(pytest_status: int, *, client_failed: bool = False) -> Status:
+    """The exit status of `run` for pytest's exit code; `client_failed`: the run stopped
+    because its client could not be loaded or described. A code no pytest gives (a plugin's
+    own) is an internal error."""
+    if pytest_status == 4 and client_failed:
+        return Status.CLIENT_UNUSABLE
+    return _FROM_PYTEST.get(int(pytest_status), Status.INTERNAL_ERROR)
+
+
+def _statuses_help() -> str:
+    lines = ["exit status:"]
+    for status, text in EXIT_STATUSES.items():
+        lines += textwrap.wrap(
+            text, 78, initial_indent=f"  {int(status)}  ", subsequent_indent=" " * 5
+        )
+    return "\n".join(lines)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a mistake is one line: what is wrong and where to look; and no
     abbreviated options (a typo must not silently become another option)."""
@@ -76,7 +150,17 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(Status.USAGE_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Paragraphs reflowed as argparse does; a text of several lines (the exit statuses) kept
+    as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def _scale(text: str) -> float:
@@ -94,6 +178,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="mcp-host-conformance",
         description="Conformance suite for MCP hosts: checks a client, rule by rule, "
         "against the host-side requirements.",
+        epilog=_statuses_help(),
+        formatter_class=_Formatter,
     )
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
@@ -105,11 +191,10 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) "
             "against a client; prints a table by requirement area and the failures. "
-            "Exit status: 0 when no MUST requirement fails (and no SHOULD one with --strict) "
-            "and the baseline is up to date; 4 when the client cannot be loaded, described, "
-            "or (a driver) fails its handshake. Arguments after `--` go to pytest unchanged, "
-            "e.g. `-- -k approval -x`."
+            "Arguments after `--` go to pytest unchanged, e.g. `-- -k approval -x`."
         ),
+        epilog=_statuses_help(),
+        formatter_class=_Formatter,
     )
     who = run.add_mutually_exclusive_group()
     who.add_argument(
@@ -183,7 +268,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run any command in the sealed network a run uses (e.g. pytest directly)",
         description="Run COMMAND (given after `--`) in a private network namespace with only "
         "loopback, a stand-in remote address and private-range addresses (docs/network.md); "
-        "where the machine cannot make one it runs unsealed, or with --require exits 3.",
+        "where the machine cannot make one it runs unsealed, or with --require exits 3. "
+        "Exit status: the command's; 5 when no command is given.",
     )
     sealed.add_argument("--require", action="store_true", help="exit 3 instead of running unsealed")
 
@@ -191,7 +277,8 @@ def _parser() -> argparse.ArgumentParser:
         "requirements",
         help="list every requirement with its level, text and the cases that check it",
         description="List every requirement ID with its level, its text and the cases that "
-        "check it (read from the suite's markers); an ID without a case shows as uncovered.",
+        "check it (read from the suite's markers); an ID without a case shows as uncovered. "
+        "Exit status 3 when the suite cannot be collected.",
     )
     listing.add_argument("--json", action="store_true", help="print JSON instead of text")
 
@@ -200,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
         help="write an expected-failures file from a JSON report",
         description="Write an expected-failures baseline (for `run --expected-failures`) from "
         "a JSON report (`run --report-json`): the IDs of the cases that failed, warned or were "
-        "expected failures, sorted, one per line.",
+        "expected failures, sorted, one per line. Exit status 5 (one line) when the report "
+        "cannot be read or the baseline cannot be written.",
     )
     baseline.add_argument("report", metavar="REPORT.json", help="a report written by --report-json")
     baseline.add_argument(
@@ -218,20 +306,30 @@ def _parser() -> argparse.ArgumentParser:
 # ---- run ------------------------------------------------------------------------------------
 
 
+class Refused(Exception):
+    """A command cannot do what it was asked: its exit status and the one line saying why."""
+
+    def __init__(self, status: Status, line: str) -> None:
+        super().__init__(line)
+        self.status = status
+        self.line = line
+
+
 def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
     """The pytest arguments of `run`."""
     workers = default_workers() if options.workers is None else options.workers
     args = [*plugin_args(), "--pyargs", SUITE_PACKAGE]
-    if options.client:
-        args += ["--client", options.client]
-    if options.client_cmd:
-        args += ["--client-cmd", options.client_cmd]
-    if options.report_json:
-        args += ["--report-json", options.report_json]
-    if options.report_html:
-        args += ["--report-html", options.report_html]
-    if options.expected_failures:
-        args += ["--expected-failures", options.expected_failures]
+    # An option given empty is passed on as given, never dropped: the plugin refuses it
+    # (an empty --client must not become the reference host).
+    for flag, value in (
+        ("--client", options.client),
+        ("--client-cmd", options.client_cmd),
+        ("--report-json", options.report_json),
+        ("--report-html", options.report_html),
+        ("--expected-failures", options.expected_failures),
+    ):
+        if value is not None:
+            args += [flag, value]
     if options.strict:
         args.append("--strict")  # pytest's own flag; the plugin reads it (docs/harness-contract.md)
     if options.run_slow:
@@ -282,23 +380,46 @@ def _seal_run(mode: str) -> int | None:
         network = seal()
     except SealError as exc:
         sys.stderr.write(f"mcp-host-conformance: {exc}\n")
-        return 3
+        return Status.INTERNAL_ERROR
     if mode == ISOLATED and not network.isolated:
         sys.stderr.write(f"mcp-host-conformance: --network isolated: {network.reason}\n")
-        return 3
+        return Status.INTERNAL_ERROR
     if network.isolated:
         serve_dns()  # the sealed network's name server, on a thread of this process
     return None
 
 
-def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
-    import pytest
+class _RunConfig:
+    """A plugin of `run`'s own: keeps the run's pytest config, where the plugin says whether
+    a usage error was the client's (`client_unusable`)."""
 
+    def __init__(self) -> None:
+        self.config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+
+
+def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
+    try:
+        choose_client(options.client, options.client_cmd)
+    except ClientChoiceError as exc:
+        sys.stderr.write(f"mcp-host-conformance run: error: {exc}\n")
+        return Status.USAGE_ERROR
     if sealing:
         refused = _seal_run(options.network)
         if refused is not None:
             return refused
-    return int(pytest.main(build_run_args(options, extra)))
+    run = _RunConfig()
+    pytest_status = int(pytest.main(build_run_args(options, extra), plugins=[run]))
+    status = run_status(
+        pytest_status, client_failed=run.config is not None and client_unusable(run.config)
+    )
+    if pytest_status == pytest.ExitCode.NO_TESTS_COLLECTED:
+        sys.stderr.write(
+            "mcp-host-conformance run: error: no case was selected (see the options after `--`)\n"
+        )
+    return status
 
 
 def _sealed(options: argparse.Namespace, command: Sequence[str]) -> int:
@@ -306,7 +427,7 @@ def _sealed(options: argparse.Namespace, command: Sequence[str]) -> int:
 
     if not command:
         sys.stderr.write("mcp-host-conformance sealed: give the command after `--`\n")
-        return 2
+        return Status.USAGE_ERROR
     return sandbox.main([*(["--require"] if options.require else []), "--", *command])
 
 
@@ -325,9 +446,8 @@ class _CaseCollector:
 
 
 def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
-    """Case ID -> requirement IDs, by collecting the suite (nothing runs)."""
-    import pytest
-
+    """Case ID -> requirement IDs, by collecting the suite (nothing runs); `Refused` (an
+    internal error) if it cannot be collected."""
     collector = _CaseCollector()
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
@@ -337,8 +457,9 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
         )
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         sys.stderr.write(output.getvalue())
-        raise SystemExit(
-            f"mcp-host-conformance: collecting the suite failed (pytest exit {int(status)})"
+        raise Refused(
+            Status.INTERNAL_ERROR,
+            f"mcp-host-conformance: collecting the suite failed (pytest exit {int(status)})",
         )
     return collector.cases
 
@@ -405,31 +526,29 @@ def render_requirements(listing: list[dict[str, Any]]) -> str:
 
 
 def write_baseline(report_path: str, *, requirements: bool = False) -> str:
-    """The baseline text for the report at `report_path`; SystemExit with one line if it
-    cannot be read or is not a report."""
-    where = visible(report_path)
+    """The baseline text for the report at `report_path`; `Refused` (a usage error) with one
+    line if it cannot be read or is not a report."""
+    where = inline(report_path)
+
+    def refused(why: str) -> Refused:
+        return Refused(Status.USAGE_ERROR, f"mcp-host-conformance baseline: {where} {why}")
+
     try:
         with open(report_path, "rb") as f:
             data = f.read(MAX_REPORT + 1)
     except OSError as exc:
-        raise SystemExit(
-            f"mcp-host-conformance baseline: cannot read {where}: {exc.strerror or exc}"
-        ) from None
+        raise refused(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_REPORT:
-        raise SystemExit(f"mcp-host-conformance baseline: {where} is over {MAX_REPORT} bytes")
+        raise refused(f"is over {MAX_REPORT} bytes")
     try:
         report = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise SystemExit(
-            f"mcp-host-conformance baseline: {where} is not a JSON report "
-            "(write one with `run --report-json PATH`)"
-        ) from None
+        raise refused("is not a JSON report (write one with `run --report-json PATH`)") from None
     if not isinstance(report, dict) or not str(report.get("schema", "")).startswith(
         "mcp-host-conformance-report/"
     ):
-        raise SystemExit(
-            f"mcp-host-conformance baseline: {where} is not an mcp-host-conformance report "
-            "(write one with `run --report-json PATH`)"
+        raise refused(
+            "is not an mcp-host-conformance report (write one with `run --report-json PATH`)"
         )
     return baseline_from_report(report, requirements=requirements)
 
@@ -449,6 +568,14 @@ def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> i
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1 :]
     options = _parser().parse_args(argv)
+    try:
+        return _command(options, extra, sealing)
+    except Refused as exc:
+        sys.stderr.write(exc.line + "\n")
+        return exc.status
+
+
+def _command(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
     if options.command == "run":
         return _run(options, extra, sealing)
     if options.command == "sealed":
@@ -459,19 +586,20 @@ def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> i
             try:
                 Path(options.output).write_text(text, "utf-8")
             except OSError as exc:
-                raise SystemExit(
-                    f"mcp-host-conformance baseline: cannot write {visible(options.output)}: "
-                    f"{exc.strerror or exc}"
+                raise Refused(
+                    Status.USAGE_ERROR,
+                    f"mcp-host-conformance baseline: cannot write {inline(options.output)}: "
+                    f"{exc.strerror or exc}",
                 ) from None
         else:
             sys.stdout.write(text)
-        return 0
+        return Status.PASSED
     listing = requirements_listing(collect_cases(extra))
     if options.json:
         print(json.dumps({"requirements": listing}, indent=2))
     else:
         print(render_requirements(listing))
-    return 0
+    return Status.PASSED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,7 @@ from mcp_host_conformance.harness.cases.items import option
 from mcp_host_conformance.harness.cases.observe import declare_vocabulary
 from mcp_host_conformance.harness.contract.adapter import Adapter, Description
 from mcp_host_conformance.harness.contract.driver_wire import WireError, decode, encode
-from mcp_host_conformance.harness.run.loader import LoadError, load_adapter
+from mcp_host_conformance.harness.run.loader import ClientChoiceError, LoadError, load_adapter
 from mcp_host_conformance.harness.verdicts.safe_text import visible
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "WORKER_KEY",
     "client_adapter",
     "client_description",
+    "client_unusable",
     "close_client",
     "forget_adapter",
     "described",
@@ -58,6 +59,7 @@ class _Client:
     description: Description | None = None
     problem: str | None = None  # why it cannot be used; said once, never retried
     vocabulary_read: bool = False  # its status vocabulary declared to `observe`
+    mistaken: bool = False  # the problem is how the client was named, not the client
 
 
 _STATE = pytest.StashKey[_Client]()
@@ -91,9 +93,17 @@ def _state(config: pytest.Config) -> _Client:
     return config.stash[_STATE]
 
 
-def _fail(state: _Client, text: str) -> pytest.UsageError:
+def _fail(state: _Client, text: str, *, mistaken: bool = False) -> pytest.UsageError:
     state.problem = f"mcp-host-conformance: {one_line(text)}"
+    state.mistaken = mistaken
     return pytest.UsageError(state.problem)
+
+
+def client_unusable(config: pytest.Config) -> bool:
+    """Whether this run stopped because its client could not be loaded or described (not
+    because the options named no client: that is a usage error like any other)."""
+    state = config.stash.get(_STATE, None)
+    return state is not None and state.problem is not None and not state.mistaken
 
 
 def client_adapter(config: pytest.Config) -> Adapter:
@@ -108,6 +118,8 @@ def client_adapter(config: pytest.Config) -> Adapter:
                 option(config, "client_cmd", None),
                 timeout_scale=timeout_scale(config),
             )
+        except ClientChoiceError as exc:
+            raise _fail(state, str(exc), mistaken=True) from None
         except LoadError as exc:
             raise _fail(state, str(exc)) from None
     return state.adapter
@@ -138,7 +150,7 @@ def client_description(config: pytest.Config) -> Description:
             state.description = bounded(
                 "describe()", adapter.describe, DESCRIBE_BOUND * timeout_scale(config)
             )
-        except Exception as exc:  # anything: the client cannot be tested without it
+        except (Exception, SystemExit) as exc:  # anything: it cannot be tested without it
             raise _fail(state, _describe_problem(exc)) from None
         if not isinstance(state.description, Description):
             found = type(state.description).__name__
@@ -154,6 +166,8 @@ def client_description(config: pytest.Config) -> Description:
 
 
 def _describe_problem(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the client could not describe itself: it called sys.exit({exc.code!r})"
     text = str(exc) or type(exc).__name__
     if "handshake" in text:
         return text

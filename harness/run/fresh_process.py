@@ -26,12 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final
 
-from mcp_host_conformance.harness.run.loader import (
-    CLIENT_CMD_ENV,
-    CLIENT_ENV,
-    DEFAULT_CLIENT,
-    load_adapter,
-)
+from mcp_host_conformance.harness.run.loader import choose_client, load_adapter
 
 if TYPE_CHECKING:
     import pytest
@@ -60,14 +55,17 @@ def _hash_seed() -> str:
 
 
 def fresh_process_command(config: pytest.Config) -> str:
-    """The driver command that runs this run's client in a new process."""
+    """The driver command that runs this run's client in a new process (the client the run
+    chose: `choose_client`, as the run's own adapter was)."""
     from mcp_host_conformance.harness.cases.items import option
 
-    client_cmd = option(config, "client_cmd", None) or os.environ.get(CLIENT_CMD_ENV) or None
-    if client_cmd:
+    client, client_cmd = choose_client(
+        option(config, "client", None), option(config, "client_cmd", None)
+    )
+    if client_cmd is not None:
         argv = shlex.split(client_cmd)
     else:
-        client = option(config, "client", None) or os.environ.get(CLIENT_ENV) or DEFAULT_CLIENT
+        assert client is not None
         argv = [sys.executable, "-m", "mcp_host_conformance.harness.run.fresh_process", client]
     return shlex.join(["env", f"PYTHONHASHSEED={_hash_seed()}", *argv])
 

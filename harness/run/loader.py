@@ -9,7 +9,11 @@ group `mcp_host_conformance.zoos`, each loading a mapping of name -> zero-argume
 (the project's broken clients are one such zoo). `--client-cmd` starts any program that
 speaks the driver protocol (`mcp_host_conformance.harness.run.driver`). Everything that can go
 wrong raises `LoadError` with the fix in its message, so the plugin can turn it into one
-clear usage error.
+clear usage error; a module that raises or calls `sys.exit` while it is imported is one of
+those. Which client a run tests is decided once (`choose_client`): an option given empty,
+or an environment variable set but empty (an unset variable in a CI script), is refused
+(`ClientChoiceError`) rather than read as "the default", which would be a green run for
+the reference host instead of the one meant.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ __all__ = [
     "DEFAULT_CLIENT",
     "ENTRY_POINT_GROUP",
     "ZOO_GROUP",
+    "ClientChoiceError",
     "LoadError",
     "adapter_entry_points",
+    "choose_client",
     "load_adapter",
     "resolve_client",
     "zoo_clients",
@@ -49,6 +55,18 @@ class LoadError(Exception):
     """The client under test could not be loaded; the message says why and what to do."""
 
 
+class ClientChoiceError(LoadError):
+    """The options or the environment do not name one client (one given empty, or both): the
+    user's mistake, not the client's failure."""
+
+
+def _raised(exc: BaseException) -> str:
+    """What an exception from a client's own code says, for one line."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def adapter_entry_points() -> dict[str, metadata.EntryPoint]:
     """Installed adapters by entry-point name."""
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
@@ -62,8 +80,10 @@ def zoo_clients() -> dict[str, Any]:
         try:
             mapping = ep.load()
             found.update({str(name): factory for name, factory in dict(mapping).items()})
-        except Exception as exc:  # a broken zoo is its author's to fix; say which one
-            raise LoadError(f"loading the zoo {ep.name!r} ({ep.value}) failed: {exc}") from exc
+        except (Exception, SystemExit) as exc:  # a broken zoo is its author's to fix; say which
+            raise LoadError(
+                f"loading the zoo {ep.name!r} ({ep.value}) failed: {_raised(exc)}"
+            ) from None
     return found
 
 
@@ -75,6 +95,10 @@ def _import_attr(spec: str) -> Any:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise LoadError(f"--client {spec!r}: cannot import module {module_name!r}: {exc}") from exc
+    except (Exception, SystemExit) as exc:  # the module's own code failed while it was imported
+        raise LoadError(
+            f"--client {spec!r}: importing module {module_name!r} failed: {_raised(exc)}"
+        ) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
@@ -104,10 +128,10 @@ def resolve_client(spec: str) -> Any:
         )
     try:
         return points[spec].load()
-    except Exception as exc:  # an adapter package that fails to import is the user's to fix
+    except (Exception, SystemExit) as exc:  # an adapter package that fails to import
         raise LoadError(
-            f"--client {spec!r}: loading entry point {points[spec].value!r} failed: {exc}"
-        ) from exc
+            f"--client {spec!r}: loading entry point {points[spec].value!r} failed: {_raised(exc)}"
+        ) from None
 
 
 def _instantiate(obj: Any, spec: str) -> Any:
@@ -121,6 +145,10 @@ def _instantiate(obj: Any, spec: str) -> Any:
             raise LoadError(
                 f"--client {spec!r}: {obj!r} must be callable without arguments: {exc}"
             ) from exc
+        except (Exception, SystemExit) as exc:
+            raise LoadError(
+                f"--client {spec!r}: making the adapter failed: {_raised(exc)}"
+            ) from None
     return obj
 
 
@@ -134,6 +162,39 @@ def _checked(adapter: object, spec: str) -> Adapter:
     return adapter
 
 
+def choose_client(
+    client: str | None, client_cmd: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """The client a run tests, as (client, None) or (None, client_cmd): the options, else
+    $MCP_HOST_CONFORMANCE_CLIENT_CMD or $MCP_HOST_CONFORMANCE_CLIENT, else the reference
+    client. ClientChoiceError for an option given empty (or blank), a variable set but
+    empty, both options, or both variables."""
+    if client is not None and client_cmd is not None:
+        raise ClientChoiceError("give --client or --client-cmd, not both")
+    for flag, given in (("--client", client), ("--client-cmd", client_cmd)):
+        if given is not None and not given.strip():
+            raise ClientChoiceError(
+                f"{flag} is empty (an unset variable?): name the client under test, or leave "
+                f"{flag} out to test the reference host"
+            )
+    if client is not None or client_cmd is not None:
+        return client, client_cmd
+    env = os.environ if environ is None else environ
+    for name in (CLIENT_CMD_ENV, CLIENT_ENV):
+        if name in env and not env[name].strip():
+            raise ClientChoiceError(
+                f"${name} is set but empty (an unset variable?): name the client under test, "
+                "or unset it to test the reference host"
+            )
+    if env.get(CLIENT_CMD_ENV) and env.get(CLIENT_ENV):
+        raise ClientChoiceError(
+            f"${CLIENT_ENV} and ${CLIENT_CMD_ENV} are both set: unset one of them"
+        )
+    if env.get(CLIENT_CMD_ENV):
+        return None, env[CLIENT_CMD_ENV]
+    return env.get(CLIENT_ENV) or DEFAULT_CLIENT, None
+
+
 def load_adapter(
     client: str | None = None,
     client_cmd: str | None = None,
@@ -142,15 +203,9 @@ def load_adapter(
     timeout_scale: float = 1.0,
 ) -> Adapter:
     """The adapter for `client` (module:attr or entry-point name) or `client_cmd` (a driver
-    command, whose bounds are multiplied by `timeout_scale`). Unset both: the environment
-    variables, then the reference client."""
-    env = os.environ if environ is None else environ
-    if client and client_cmd:
-        raise LoadError("give --client or --client-cmd, not both")
-    if not client and not client_cmd:
-        client_cmd = env.get(CLIENT_CMD_ENV) or None
-        client = None if client_cmd else (env.get(CLIENT_ENV) or DEFAULT_CLIENT)
-    if client_cmd:
+    command, whose bounds are multiplied by `timeout_scale`), chosen by `choose_client`."""
+    client, client_cmd = choose_client(client, client_cmd, environ)
+    if client_cmd is not None:
         try:
             from mcp_host_conformance.harness.run.driver import DriverAdapter
         except ImportError as exc:
@@ -160,7 +215,7 @@ def load_adapter(
             ) from exc
         try:
             return DriverAdapter(client_cmd, timeout_scale=timeout_scale)
-        except AdapterError as exc:  # an empty or unparsable command
+        except AdapterError as exc:  # an unparsable command
             raise LoadError(f"--client-cmd: {exc}") from None
     assert client is not None
     return _checked(_instantiate(resolve_client(client), client), client)

@@ -23,7 +23,7 @@ def test_help_everywhere(argv, capsys):
 def test_client_and_client_cmd_exclude_each_other(capsys):
     with pytest.raises(SystemExit) as exited:
         cli.main(["run", "--client", "reference", "--client-cmd", "x"])
-    assert exited.value.code == 2
+    assert exited.value.code == cli.Status.USAGE_ERROR
     assert "not allowed with argument" in capsys.readouterr().err
 
 
@@ -193,7 +193,7 @@ def test_run_help_lists_the_timeout_scale(capsys):
 def test_a_wrong_option_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.main(argv)
-    assert exited.value.code == 2
+    assert exited.value.code == 5
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "--help" in err, err
 
@@ -201,11 +201,22 @@ def test_a_wrong_option_is_one_line(argv, message, capsys):
 # ---- a user's mistakes, as the command answers them (a process of its own) -----------------------
 
 
-def command(*argv: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+ONE_CASE = "test_adding_a_server_does_not_connect"  # were the run to start, it stays short
+
+
+def command(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None, pytest: bool = False
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`mcp-host-conformance ARGV` (or, with `pytest`, plain pytest with the suite's plugins)
+    in a process of its own, with `env` added to this one's environment."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_"))},
+        **(env or {}),
+    }
+    entry = ["pytest", *cli.plugin_args()] if pytest else ["mcp_host_conformance.harness.cli"]
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_host_conformance.harness.cli", *argv],
+        [sys.executable, "-m", *entry, *argv],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -223,7 +234,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 
 def test_a_client_that_does_not_exist_is_one_line_at_once(tmp_path):
     done, took = command("run", "--client", "nonexistent", cwd=tmp_path)
-    assert done.returncode == 4
+    assert done.returncode == cli.Status.CLIENT_UNUSABLE
     line = one_line(done)
     assert line.startswith("ERROR: mcp-host-conformance: --client 'nonexistent': no such client")
     assert "connects-on-add" not in line and took < FEW_SECONDS
@@ -243,14 +254,95 @@ def test_a_wrong_expected_failures_file_is_one_line_at_once(content, message, tm
     if content is not None:
         path.write_bytes(content)
     done, took = command("run", "--expected-failures", str(path), cwd=tmp_path)
-    assert done.returncode == 4
+    assert done.returncode == 5
     assert message in one_line(done) and took < FEW_SECONDS
 
 
 def test_a_wrong_option_of_run_is_one_line_at_once(tmp_path):
     done, took = command("run", "--timeout-scal", "3", cwd=tmp_path)
-    assert done.returncode == 2
+    assert done.returncode == 5
     assert "unrecognized arguments" in one_line(done) and took < FEW_SECONDS
+
+
+@pytest.mark.parametrize(
+    "given, env, message",
+    [
+        (["--client", ""], {}, "--client is empty (an unset variable?)"),
+        (["--client-cmd", ""], {}, "--client-cmd is empty (an unset variable?)"),
+        ([], {"MCP_HOST_CONFORMANCE_CLIENT": ""}, "$MCP_HOST_CONFORMANCE_CLIENT is set but empty"),
+        ([], {"MCP_HOST_CONFORMANCE_CLIENT_CMD": ""}, "_CLIENT_CMD is set but empty"),
+    ],
+    ids=["client", "client-cmd", "env", "env-cmd"],
+)
+@pytest.mark.parametrize("entry", ["run", "pytest"])
+def test_an_empty_client_is_a_usage_error_never_the_reference_host(
+    entry, given, env, message, tmp_path
+):
+    """`--client "$HOST"` with HOST unset: one line and a usage error, never a green run of
+    the bundled reference host. Plain pytest says it with its own usage error (4)."""
+    if entry == "run":
+        done, took = command("run", *given, "--", "-k", ONE_CASE, cwd=tmp_path, env=env)
+        assert done.returncode == cli.Status.USAGE_ERROR, done.stdout + done.stderr
+    else:
+        argv = ("--pyargs", cli.SUITE_PACKAGE, *given, "-k", ONE_CASE)
+        done, took = command(*argv, cwd=tmp_path, env=env, pytest=True)
+        assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    line = one_line(done)
+    assert message in line and "error" in line.lower(), line
+    assert "passed" not in done.stdout and took < FEW_SECONDS
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ("raise RuntimeError('cannot find ~/.myhost')", "RuntimeError: cannot find ~/.myhost"),
+        ("import sys\nsys.exit(2)", "it called sys.exit(2)"),
+    ],
+    ids=["raises", "exits"],
+)
+def test_a_client_module_that_fails_at_import_is_one_line_and_status_4(body, said, tmp_path):
+    (tmp_path / "crashing_host.py").write_text(body + "\n")
+    done, took = command(
+        "run", "--client", "crashing_host:Adapter", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)}
+    )
+    assert done.returncode == cli.Status.CLIENT_UNUSABLE, done.stdout + done.stderr
+    line = one_line(done)
+    assert "importing module 'crashing_host' failed" in line and said in line, line
+    assert "INTERNALERROR" not in line and took < FEW_SECONDS
+
+
+# ---- exit statuses -----------------------------------------------------------------------------
+
+
+def test_exit_statuses_are_distinct_and_listed_in_help(capsys):
+    assert [int(s) for s in cli.Status] == [0, 1, 2, 3, 4, 5]
+    assert set(cli.EXIT_STATUSES) == set(cli.Status)
+    for argv in (["--help"], ["run", "--help"]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        out = " ".join(capsys.readouterr().out.split())
+        for status, text in cli.EXIT_STATUSES.items():
+            assert f"{int(status)} {' '.join(text.split())}" in out
+
+
+def test_pytest_s_codes_map_to_the_run_s_statuses():
+    codes = pytest.ExitCode
+    assert cli.run_status(codes.OK) == cli.Status.PASSED
+    assert cli.run_status(codes.TESTS_FAILED) == cli.Status.FAILED
+    assert cli.run_status(codes.INTERRUPTED) == cli.Status.INTERRUPTED
+    assert cli.run_status(codes.INTERNAL_ERROR) == cli.Status.INTERNAL_ERROR
+    assert cli.run_status(codes.USAGE_ERROR) == cli.Status.USAGE_ERROR
+    assert cli.run_status(codes.USAGE_ERROR, client_failed=True) == cli.Status.CLIENT_UNUSABLE
+    assert cli.run_status(codes.NO_TESTS_COLLECTED) == cli.Status.USAGE_ERROR
+    assert cli.run_status(99) == cli.Status.INTERNAL_ERROR  # a plugin's own code
+
+
+def test_a_run_that_selects_no_case_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setattr(
+        pytest, "main", lambda args, plugins=None: pytest.ExitCode.NO_TESTS_COLLECTED
+    )
+    assert cli.main(["run"]) == cli.Status.USAGE_ERROR
+    assert "no case was selected" in capsys.readouterr().err
 
 
 # ---- baseline ------------------------------------------------------------------------------------
@@ -302,7 +394,7 @@ def test_a_baseline_written_by_the_command_is_read_back(tmp_path):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (None, "cannot read"),
+        (None, "cannot be read"),
         ("{not json", "is not a JSON report"),
         ('{"schema": "something-else"}', "is not an mcp-host-conformance report"),
         ("[" * 100000, "is not a JSON report"),
@@ -314,5 +406,5 @@ def test_baseline_of_something_that_is_not_a_report_is_one_line(content, message
     if content is not None:
         path.write_text(content)
     done, took = command("baseline", str(path), cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 5
     assert message in one_line(done) and took < FEW_SECONDS

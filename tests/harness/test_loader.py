@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import types
@@ -148,3 +149,75 @@ def test_a_restarted_host_s_process_skips_httpx_s_command_line_client():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["[]", "AsyncClient"]
+
+
+@pytest.mark.parametrize(
+    ("client", "client_cmd", "environ", "message"),
+    [
+        ("", None, {}, "--client is empty (an unset variable?)"),
+        (None, "", {}, "--client-cmd is empty (an unset variable?)"),
+        ("  ", None, {}, "--client is empty"),
+        (None, None, {loader.CLIENT_ENV: ""}, "$MCP_HOST_CONFORMANCE_CLIENT is set but empty"),
+        (None, None, {loader.CLIENT_CMD_ENV: " "}, "$MCP_HOST_CONFORMANCE_CLIENT_CMD is set but"),
+        (None, None, {loader.CLIENT_ENV: "a", loader.CLIENT_CMD_ENV: "b"}, "are both set"),
+        ("", "./d", {}, "not both"),
+    ],
+    ids=["client", "client-cmd", "blank", "env", "env-cmd", "both-env", "both"],
+)
+def test_a_client_named_empty_is_refused_never_the_reference_host(
+    client, client_cmd, environ, message
+) -> None:
+    """An unset variable in a CI script gives an empty option: testing the reference host
+    instead would be a green run for the wrong host."""
+    with pytest.raises(loader.ClientChoiceError, match=re.escape(message)) as caught:
+        load_adapter(client, client_cmd, environ=environ)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_option_is_not_refused_for_an_empty_variable() -> None:
+    adapter = load_adapter("fake_adapters:GoodAdapter", environ={loader.CLIENT_CMD_ENV: ""})
+    assert isinstance(adapter, GoodAdapter)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("raise RuntimeError('no config file')", "RuntimeError: no config file"),
+        ("import sys\nsys.exit(3)", "it called sys.exit(3)"),
+        ("raise KeyError", "KeyError"),
+    ],
+    ids=["raises", "exits", "bare"],
+)
+def test_a_module_that_fails_while_imported_is_a_load_error_naming_it(
+    body, said, tmp_path, monkeypatch
+) -> None:
+    (tmp_path / "failing_host_module.py").write_text(body + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "failing_host_module", raising=False)
+    with pytest.raises(LoadError) as caught:
+        load_adapter("failing_host_module:Adapter")
+    text = str(caught.value)
+    assert "importing module 'failing_host_module' failed" in text and said in text
+
+
+def test_a_factory_that_fails_is_a_load_error(monkeypatch) -> None:
+    def broken():
+        raise SystemExit("no licence")
+
+    monkeypatch.setattr(sys.modules["fake_adapters"], "broken", broken, raising=False)
+    with pytest.raises(LoadError, match="making the adapter failed: it called sys.exit"):
+        load_adapter("fake_adapters:broken")
+
+
+def test_a_restarted_host_is_the_client_the_run_chose(monkeypatch) -> None:
+    """With --client given and the command variable set, the run tests the option's client:
+    so does its restarted host (it took the variable's command)."""
+    from mcp_host_conformance.harness.run.fresh_process import fresh_process_command
+
+    class Config:
+        def getoption(self, name):
+            return {"client": "fake_adapters:GoodAdapter", "client_cmd": None}[name]
+
+    monkeypatch.setenv(loader.CLIENT_CMD_ENV, "./some-driver")
+    command = fresh_process_command(Config())
+    assert "fake_adapters:GoodAdapter" in command and "some-driver" not in command
