@@ -159,7 +159,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", text)
     if not config.pluginmanager.has_plugin(REPORTING):
         config.pluginmanager.register(
-            ReportingPlugin(config, describe=lambda: described(config)), REPORTING
+            ReportingPlugin(
+                config, describe=lambda: described(config), junit=targets_suite(config)
+            ),
+            REPORTING,
         )
     if targets_suite(config):
         config.stash[_SIGTERM] = install_sigterm()

@@ -29,7 +29,6 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -44,6 +43,7 @@ from mcp_host_conformance.harness.cases.items import (
 )
 from mcp_host_conformance.harness.contract.adapter import Description
 from mcp_host_conformance.harness.reports.html import render_html
+from mcp_host_conformance.harness.reports.report_files import unwritable_reports, write_report
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 from mcp_host_conformance.harness.verdicts.baseline import (
     DESELECTED,
@@ -75,7 +75,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     worst,
 )
 from mcp_host_conformance.harness.verdicts.requirements import AREAS, CORE_AREAS, REQUIREMENTS
-from mcp_host_conformance.harness.verdicts.safe_text import visible
+from mcp_host_conformance.harness.verdicts.safe_text import inline, visible
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -451,12 +451,16 @@ def _record_of(item: pytest.Item, outcome: str | None = None) -> CaseRecord:
 class ReportingPlugin:
     """The reporting hooks; registered by `mcp_host_conformance.harness.plugin.hooks` as
     "mcp-host-conformance-reporting". `describe` gives the client's description for the
-    summary when it is known (the plugin's `described`; it must not describe anew)."""
+    summary when it is known (the plugin's `described`; it must not describe anew). Report
+    paths that cannot be written stop the run before it starts (pytest's `--junitxml` too
+    with `junit`, in a run of the suite)."""
 
     def __init__(
         self,
         config: pytest.Config,
         describe: Callable[[], Description | None] | None = None,
+        *,
+        junit: bool = False,
     ) -> None:
         self.config = config
         self.client: Description | None = None
@@ -465,11 +469,15 @@ class ReportingPlugin:
         self.is_worker = hasattr(config, "workerinput")
         self.baseline: Baseline | None = None
         path = option(config, "expected_failures", None)
-        if path:
+        if path is not None:
             try:
                 self.baseline = load_baseline(path)
             except BaselineError as exc:
                 raise pytest.UsageError(f"mcp-host-conformance: {exc}") from None
+        unwritable = None if self.is_worker else unwritable_reports(config, junit=junit)
+        if unwritable is not None:
+            raise pytest.UsageError(f"mcp-host-conformance: {unwritable}")
+        self.unwritten: dict[str, str] = {}  # option -> why its report could not be written
         self._running: dict[str, _Accumulating] = {}
         self._collected: dict[str, CaseRecord] = {}
         self.report: dict[str, Any] | None = None
@@ -730,10 +738,22 @@ class ReportingPlugin:
         )
         path = option(self.config, "report_json", None)
         if path:
-            Path(path).write_text(json.dumps(self.report, indent=2) + "\n", "utf-8")
+            self._write(session, "--report-json", path, json.dumps(self.report, indent=2) + "\n")
         page = option(self.config, "report_html", None)
         if page:
-            Path(page).write_text(render_html(self.report), "utf-8")
+            self._write(session, "--report-html", page, render_html(self.report))
+
+    def _write(self, session: pytest.Session, flag: str, path: str, text: str) -> None:
+        """Write a report; if it cannot be (a full disk), one line for the summary, and a run
+        that passed fails (pytest's usage error), since what it was asked for is missing."""
+        problem = write_report(path, text)
+        if problem is None:
+            return
+        self.unwritten[flag] = (
+            f"mcp-host-conformance: {flag} {inline(path)}: not written: {problem}; the run fails"
+        )
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.report is None:
@@ -742,8 +762,10 @@ class ReportingPlugin:
         for text in render_summary(self.report, self.cases):
             terminalreporter.write_line(text)
         path = option(self.config, "report_json", None)
-        if path:
-            terminalreporter.write_line(f"JSON report: {path}")
+        if path and "--report-json" not in self.unwritten:
+            terminalreporter.write_line(f"JSON report: {inline(path)}")
         page = option(self.config, "report_html", None)
-        if page:
-            terminalreporter.write_line(f"HTML report: {page}")
+        if page and "--report-html" not in self.unwritten:
+            terminalreporter.write_line(f"HTML report: {inline(page)}")
+        for line in self.unwritten.values():
+            terminalreporter.write_line(line, red=True)

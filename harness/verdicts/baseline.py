@@ -76,6 +76,11 @@ def parse_baseline(text: str, path: str = "<baseline>") -> Baseline:
 
 
 def load_baseline(path: str | Path) -> Baseline:
+    if not str(path).strip():
+        raise BaselineError(
+            "the expected-failures path is empty (an unset variable?): name the file, or "
+            "leave --expected-failures out"
+        )
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BASELINE + 1)

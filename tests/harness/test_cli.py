@@ -311,6 +311,26 @@ def test_a_client_module_that_fails_at_import_is_one_line_and_status_4(body, sai
     assert "INTERNALERROR" not in line and took < FEW_SECONDS
 
 
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        (["--report-json", "no-such-dir/report.json"], "the directory"),
+        (["--report-html", "."], "it is a directory"),
+        (["--", "--junitxml", "a-file/junit.xml"], "is not a directory"),
+    ],
+    ids=["json", "html", "junit"],
+)
+def test_a_report_path_that_cannot_be_written_is_one_line_before_any_case(given, said, tmp_path):
+    (tmp_path / "a-file").write_text("not a directory")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done, took = command("run", *given, cwd=tmp_path)
+    assert done.returncode == cli.Status.USAGE_ERROR, done.stdout + done.stderr
+    line = one_line(done)
+    assert said in line and "nothing was run" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "nothing may be made"
+    assert took < FEW_SECONDS
+
+
 # ---- exit statuses -----------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ The real plugin (mcp_host_conformance.harness.plugin.hooks) is switched off here
 do not load a client."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -269,6 +270,42 @@ def test_baseline_unknown_entry_fails(pytester):
 
 def test_an_unreadable_baseline_is_a_usage_error(pytester):
     result = run(pytester, "--expected-failures=absent.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        ("--report-json=missing/report.json", "--report-json missing/report.json: cannot be"),
+        ("--report-json=", "--report-json : is empty (an unset variable?)"),
+        ("--expected-failures=", "the expected-failures path is empty"),
+    ],
+    ids=["no-directory", "empty", "empty-baseline"],
+)
+def test_a_report_path_that_cannot_be_written_stops_the_run_before_any_case(pytester, given, said):
+    result = run(pytester, given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1 and said in errors[0], errors
+    assert "passed" not in result.stdout.str() and "failed" not in result.stdout.str()
+    assert not (pytester.path / "missing").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_a_report_that_cannot_be_written_at_the_end_keeps_the_summary(pytester):
+    """Checked writable before the run, the disk full at its end: one line after the summary
+    (not a traceback instead of it), and the run that passed fails."""
+    result = run(pytester, "--report-json=/dev/full", cases=SHOULD_ONLY)
+    text = result.stdout.str()
+    assert "INTERNALERROR" not in text + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        [
+            "conformance run PASSED (exit status 0)",
+            "mcp-host-conformance: --report-json /dev/full: not written: No space left on device;"
+            " the run fails",
+        ]
+    )
+    assert "JSON report: /dev/full" not in text
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
