@@ -13,8 +13,10 @@ functions at the bottom of this module.
 
 What a report holds is hostile output made safe: every secret the process registered
 (canaries, the mock model's key) is removed from messages, figures and pytest's own
-failure text (`mcp_host_conformance.harness.cases.canaries.REGISTRY`), and control characters are
-made visible in what is printed.
+failure text (`mcp_host_conformance.harness.cases.canaries.REGISTRY`), control characters are
+made visible in what is printed, and every text a host may have supplied is bounded where the
+report is made (`safe_text.cut`: a few KiB a field, its head and tail), so one case quoting
+30 MB cannot make a 30 MB report, JUnit file or terminal line.
 
 Rewriting pytest's verdict: a SHOULD failure without --strict and any INFO case must not
 fail the run, so their failed reports become passed (call phase) or skipped (setup phase,
@@ -75,7 +77,13 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     worst,
 )
 from mcp_host_conformance.harness.verdicts.requirements import AREAS, CORE_AREAS, REQUIREMENTS
-from mcp_host_conformance.harness.verdicts.safe_text import inline, visible
+from mcp_host_conformance.harness.verdicts.safe_text import (
+    FIELD_LIMIT,
+    MESSAGE_LIMIT,
+    cut,
+    inline,
+    visible,
+)
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -115,8 +123,10 @@ COLUMNS: Final = (PASSED, PARTIAL, FAILED, WARNING, INFO, NOT_APPLICABLE)
 OPTIONAL_COLUMNS: Final = (EXPECTED_FAILURE, SKIPPED, UNCOVERED)
 _HEADINGS: Final = {NOT_APPLICABLE: "not applicable", EXPECTED_FAILURE: "expected failure"}
 _MESSAGE_LINES: Final = 12
-_FIGURE_TEXT: Final = 2000  # characters of one recorded figure kept in the report
 _FIGURES_SHOWN: Final = 200  # characters of one figure in the terminal summary
+# Characters of pytest's own text of a report (its failure text, each captured output) kept
+# when it is longer: a host's text quoted there is bounded as the report's fields are.
+_PYTEST_TEXT: Final = 2 * MESSAGE_LIMIT
 
 
 @dataclass
@@ -302,8 +312,7 @@ def _case_block(case: CaseResult) -> list[str]:
 
 def _figure(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
-    text = visible(" ".join(text.split()))
-    return text if len(text) <= _FIGURES_SHOWN else text[: _FIGURES_SHOWN - 3] + "..."
+    return cut(visible(" ".join(text.split())), _FIGURES_SHOWN)
 
 
 def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> list[str]:
@@ -398,13 +407,18 @@ def _skip_reason(call: pytest.CallInfo[None]) -> str:
     return ""
 
 
+def _kept(text: str, limit: int = FIELD_LIMIT) -> str:
+    """What a report keeps of a text a host may have supplied: secrets removed, then cut to
+    `limit` characters (head and tail)."""
+    return cut(REGISTRY.redact(text), limit)
+
+
 def _figure_value(value: object) -> object:
     """A recorded figure as it travels and is reported: JSON scalars as they are (text
     bounded), anything else as its text; secrets removed."""
     if isinstance(value, bool | int | float) or value is None:
         return value
-    text = REGISTRY.redact(value if isinstance(value, str) else repr(value))
-    return text if len(text) <= _FIGURE_TEXT else text[:_FIGURE_TEXT] + "..."
+    return _kept(value if isinstance(value, str) else repr(value))
 
 
 def _clean_report(report: pytest.TestReport) -> None:
@@ -413,13 +427,13 @@ def _clean_report(report: pytest.TestReport) -> None:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple):  # a skip: (path, line, reason), kept in that shape
         path, line, reason = longrepr
-        report.longrepr = (path, line, REGISTRY.redact(reason))
+        report.longrepr = (path, line, _kept(reason))
     elif longrepr is not None:
         text = str(longrepr)
-        cleaned = REGISTRY.redact(text)
+        cleaned = _kept(text, _PYTEST_TEXT)
         if cleaned != text:
             report.longrepr = cleaned
-    report.sections = [(title, REGISTRY.redact(body)) for title, body in report.sections]
+    report.sections = [(title, _kept(body, _PYTEST_TEXT)) for title, body in report.sections]
 
 
 def _findings(raw: object) -> list[dict[str, str]]:
@@ -541,7 +555,7 @@ class ReportingPlugin:
         elif report.skipped:
             reason = _skip_reason(call)
             phase = case_outcome("skipped", None, reason)
-            _set_property(item, P_REASON, REGISTRY.redact(reason))
+            _set_property(item, P_REASON, _kept(reason))
         elif report.failed:
             exc = call.excinfo.value if call.excinfo is not None else None
             at_stake = exc.ids if isinstance(exc, ConformanceFailure) else known
@@ -578,7 +592,7 @@ class ReportingPlugin:
                 outcome = EXPECTED_FAILURE
             recorded.append(
                 {
-                    **{k: REGISTRY.redact(v) for k, v in finding.to_json().items()},
+                    **{k: _kept(v) for k, v in finding.to_json().items()},
                     "outcome": outcome,
                 }
             )
@@ -593,13 +607,13 @@ class ReportingPlugin:
         """The case's own checks passed (or it ended skipped) and monitors saw other rules
         broken: the case keeps its own outcome; the run fails only if a finding does."""
         if exc.reason:
-            _set_property(item, P_REASON, REGISTRY.redact(exc.reason))
+            _set_property(item, P_REASON, _kept(exc.reason))
         if not self._record_findings(item, cid, exc.findings):
             if exc.own == PASSED:
                 report.outcome, report.longrepr = "passed", None
             else:
                 report.outcome = "skipped"
-                report.longrepr = (str(item.path), 0, REGISTRY.redact(exc.reason))
+                report.longrepr = (str(item.path), 0, _kept(exc.reason))
         return exc.own
 
     def _record_failure(
@@ -612,13 +626,13 @@ class ReportingPlugin:
         _set_property(item, P_AT_STAKE, " ".join(at_stake))
         _set_property(item, P_PRECONDITION, "yes" if isinstance(exc, PreconditionFailure) else "")
         if isinstance(exc, ConformanceFailure):
-            _set_property(item, P_EXPECTED, REGISTRY.redact(exc.expected))
-            _set_property(item, P_ACTUAL, REGISTRY.redact(exc.actual))
-            _set_property(item, P_MESSAGE, REGISTRY.redact(str(exc)))
+            _set_property(item, P_EXPECTED, _kept(exc.expected))
+            _set_property(item, P_ACTUAL, _kept(exc.actual))
+            _set_property(item, P_MESSAGE, _kept(str(exc), MESSAGE_LIMIT))
         elif call.excinfo is not None:
-            text = REGISTRY.redact(call.excinfo.exconly())
-            _set_property(item, P_ACTUAL, text.splitlines()[0] if text else "")
-            _set_property(item, P_MESSAGE, f"{call.when}: {text}")
+            text = _kept(call.excinfo.exconly(), MESSAGE_LIMIT)
+            _set_property(item, P_ACTUAL, cut(text.splitlines()[0]) if text else "")
+            _set_property(item, P_MESSAGE, cut(f"{call.when}: {text}", MESSAGE_LIMIT))
 
     def _rewrite_failure(
         self,

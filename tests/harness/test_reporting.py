@@ -309,6 +309,76 @@ def test_a_report_that_cannot_be_written_at_the_end_keeps_the_summary(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+# A host that quotes 30 MB back (a result, a status line, an exception, what it printed):
+# what each report keeps of it is bounded.
+FLOOD_CONFTEST = (
+    CONFTEST.replace(
+        'group.addoption("--expected-failures", default=None)',
+        'group.addoption("--expected-failures", default=None)\n'
+        '    group.addoption("--report-html", default=None)',
+    )
+    + """
+from mcp_host_conformance.harness.reports.reporting import FINDINGS
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+
+QUOTE = "<" * 15_000_000 + ">" * 15_000_000
+
+@pytest.fixture(autouse=True)
+def a_monitor_quotes_it_too(request):
+    request.node.stash[FINDINGS] = [Finding("RES-6", "results", QUOTE, QUOTE)]
+"""
+)
+
+FLOOD_CASES = """
+import pytest
+from mcp_host_conformance.harness.verdicts.outcomes import check
+
+QUOTE = "<" * 15_000_000 + ">" * 15_000_000
+
+@pytest.mark.requirements("APR-2")
+def test_quotes_it(request):
+    request.node.user_properties.append(("seen", QUOTE))  # record_property, without its warning
+    print(QUOTE)
+    check(False, ids="APR-2", expected=QUOTE, actual=QUOTE)
+
+@pytest.mark.requirements("APR-3")
+def test_raises_it():
+    raise RuntimeError(QUOTE)
+
+@pytest.mark.requirements("PIN-1")
+def test_skips_with_it():
+    pytest.skip(QUOTE)
+"""
+
+
+def test_a_host_quoting_30_mb_makes_small_reports_in_every_format(pytester):
+    pytester.makeconftest(FLOOD_CONFTEST)
+    pytester.makepyfile(test_cases=FLOOD_CASES)
+    files = {name: pytester.path / name for name in ("r.json", "r.html", "junit.xml")}
+    result = pytester.runpytest_inprocess(
+        f"--report-json={files['r.json']}",
+        f"--report-html={files['r.html']}",
+        f"--junitxml={files['junit.xml']}",
+        "-rA",
+    )
+    assert result.ret == 1
+    small = 1024 * 1024  # of 90 MB quoted: "<" and ">" are the worst case of XML and HTML
+    sizes = {name: path.stat().st_size for name, path in files.items()}
+    sizes["terminal"] = len(result.stdout.str()) + len(result.stderr.str())
+    assert all(size < small for size in sizes.values()), sizes
+    report = load(files["r.json"])
+    cases = {case["id"]: case for case in report["cases"]}
+    quoted = cases["test_cases::test_quotes_it"]
+    for text in (quoted["expected"], quoted["actual"], quoted["figures"]["seen"]):
+        assert text.startswith("<<<") and text.endswith(">>>")
+        assert "characters cut] …" in text and len(text) <= 4096
+    assert len(quoted["message"]) <= 8192 and quoted["message"].startswith("APR-2 (MUST)")
+    assert all(len(f["actual"]) <= 4096 for c in cases.values() for f in c["monitors"])
+    assert len(cases["test_cases::test_raises_it"]["message"]) <= 8192
+    assert len(cases["test_cases::test_skips_with_it"]["reason"]) <= 4096
+    assert "characters cut] …" in result.stdout.str()
+
+
 # ---- pure views ---------------------------------------------------------------------------------
 
 
