@@ -48,6 +48,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     check,
     precondition,
 )
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 from mcp_host_conformance.mocks.authorization_server import AuthorizationServerMock, is_oauth_path
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
@@ -730,7 +731,7 @@ def test_no_oauth_flow_after_a_rejection(
         )
     if "oauth" in description.profiles:
         pytest.skip(
-            f"{NOT_APPLICABLE_PREFIX}{description.name} claims the oauth profile "
+            f"{NOT_APPLICABLE_PREFIX}{inline(description.name)} claims the oauth profile "
             "(checked by OAUTH-1)"
         )
     authority = AuthorizationServerMock()
@@ -827,8 +828,8 @@ def test_secret_typed_with_echo_off(description, host, http_mock, secrets, timeo
     too. For any other host the rule is not observable: not applicable, never passed."""
     if description.interactive_add is None:
         pytest.skip(
-            f"{NOT_APPLICABLE_PREFIX}{description.name} declares no interactive add command "
-            "(describe().interactive_add), so echo-off secret input cannot be observed"
+            f"{NOT_APPLICABLE_PREFIX}{inline(description.name)} declares no interactive add "
+            "command (describe().interactive_add), so echo-off secret input cannot be observed"
         )
     token = secrets.new("typed-header")
     docs = http_mock(

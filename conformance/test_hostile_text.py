@@ -41,6 +41,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     check,
     precondition,
 )
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
@@ -248,8 +249,8 @@ def test_interactive_add_shows_no_raw_server_text(
     figure `server text shown at add` says which it was."""
     if description.interactive_add is None:
         pytest.skip(
-            f"{NOT_APPLICABLE_PREFIX}{description.name} declares no interactive add command "
-            "(describe().interactive_add)"
+            f"{NOT_APPLICABLE_PREFIX}{inline(description.name)} declares no interactive add "
+            "command (describe().interactive_add)"
         )
     pieces = [planted(kind, f"{kind} in a tool name") for kind in SEQUENCES]
     pieces += [planted(kind, f"{kind} in a description") for kind in SEQUENCES]

@@ -62,6 +62,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     MonitorFailure,
 )
 from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, replaced_for
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 GROUP: Final = "mcp-host-conformance"
 REPORTING: Final = "mcp-host-conformance-reporting"
@@ -195,12 +196,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     d = described(config)
     if d is None:
         return None
-    profiles = ", ".join(sorted(d.profiles)) or "none"
+    profiles = ", ".join(inline(p) for p in sorted(d.profiles)) or "none"
     from mcp_host_conformance.harness.sandbox.network import observe
 
     network = observe()
     return [
-        f"mcp-host-conformance: client {d.name} {d.version} (profiles: {profiles}; "
+        f"mcp-host-conformance: client {inline(d.name)} {inline(d.version)} (profiles: {profiles}; "
         f"default timeouts connect {d.connect_timeout:g}s, call {d.call_timeout:g}s; "
         f"timeout scale {timeout_scale(config):g})",
         f"mcp-host-conformance: network {network.mode}"
@@ -310,10 +311,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         for mark in profile_marks:
             for profile in mark.args:
                 if profile not in d.profiles:
-                    pytest.skip(f"{NOT_APPLICABLE_PREFIX}profile {profile} not claimed by {d.name}")
+                    pytest.skip(
+                        f"{NOT_APPLICABLE_PREFIX}profile {profile} not claimed by {inline(d.name)}"
+                    )
         if needs_cancel and not d.can_cancel:
             pytest.skip(
-                f"{NOT_APPLICABLE_PREFIX}{d.name} cannot cancel a call "
+                f"{NOT_APPLICABLE_PREFIX}{inline(d.name)} cannot cancel a call "
                 "(describe().can_cancel is false)"
             )
     if item.get_closest_marker("slow") is not None and not item.config.getoption("--run-slow"):

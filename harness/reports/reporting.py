@@ -79,6 +79,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
 from mcp_host_conformance.harness.verdicts.requirements import AREAS, CORE_AREAS, REQUIREMENTS
 from mcp_host_conformance.harness.verdicts.safe_text import (
     FIELD_LIMIT,
+    LABEL_LIMIT,
     MESSAGE_LIMIT,
     cut,
     inline,
@@ -252,9 +253,7 @@ def build_report(
     requirement_counts = Counter(entry["outcome"] for entry in requirements.values())
     return {
         "schema": REPORT_SCHEMA,
-        "client": None
-        if client is None
-        else {"name": client.name, "version": client.version, "profiles": sorted(client.profiles)},
+        "client": None if client is None else _client(client),
         "summary": {
             "passed": exit_status == 0,
             "exit_status": int(exit_status),
@@ -274,6 +273,15 @@ def build_report(
             "stale": list(stale or []),
             "unknown": list(unknown or []),
         },
+    }
+
+
+def _client(client: Description) -> dict[str, Any]:
+    """The client as it described itself, each text bounded (JSON escapes the rest)."""
+    return {
+        "name": cut(str(client.name), LABEL_LIMIT),
+        "version": cut(str(client.version), LABEL_LIMIT),
+        "profiles": [cut(str(p), LABEL_LIMIT) for p in sorted(client.profiles)],
     }
 
 
@@ -321,9 +329,9 @@ def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> li
     lines: list[str] = []
     client = report["client"]
     if client:
-        profiles = ", ".join(client["profiles"]) or "none"
+        profiles = ", ".join(inline(p) for p in client["profiles"]) or "none"
         lines.append(
-            visible(f"client: {client['name']} {client['version']} (profiles: {profiles})")
+            f"client: {inline(client['name'])} {inline(client['version'])} (profiles: {profiles})"
         )
     network = (report.get("environment") or {}).get("network")
     if network:

@@ -27,6 +27,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     SKIPPED,
     WARNING,
 )
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 __all__ = [
     "DESELECTED",
@@ -171,7 +172,11 @@ def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = Fals
             }
         )
     client = report.get("client") if isinstance(report.get("client"), Mapping) else None
-    who = f"{client.get('name')} {client.get('version')}" if client else "the client"
+    # the client's own words, kept on the comment's line: a line break in its name would
+    # start a line the file's reader takes for an ID
+    who = "the client"
+    if client:
+        who = f"{inline(client.get('name'))} {inline(client.get('version'))}"
     header = [
         f"# Expected failures of {who}: known gaps, one ID per line.",
         "# A listed ID that passes again fails the run as stale: then delete its line.",

@@ -461,3 +461,35 @@ def test_restarted_hosts_are_shared_by_the_run_or_one_per_case(
     result.assert_outcomes(passed=2)
     first, second = (int(pid) for pid in pids.read_text().split())
     assert (first != second) is per_case
+
+
+HOSTILE_CLIENT = textwrap.dedent(
+    """
+    from mcp_host_conformance.harness.contract.adapter import Description
+    from fakeclient import FakeAdapter
+
+    class Hostile(FakeAdapter):
+        def describe(self):
+            return Description("x\\nAPR-1\\n\\x1b[2J", "1.0\\x1b[31m\\u2028", frozenset({"p\\nq"}))
+    """
+)
+
+
+def test_a_client_s_name_reaches_the_header_and_reasons_on_one_line(sandbox) -> None:
+    """The name and version a client gives itself are printed with their line breaks and
+    escape sequences shown, never sent to the terminal as they are."""
+    sandbox.makepyfile(hostileclient=HOSTILE_CLIENT)
+    _case(sandbox, PROFILED_CASES)
+    result = sandbox.runpytest_inprocess(
+        "--client", "hostileclient:Hostile", "-p", "no:randomly", "-rs"
+    )
+    text = result.stdout.str()
+    assert "\x1b" not in text and "\u2028" not in text
+    assert "APR-1" not in result.stdout.lines, "a line of its own, made by the client's name"
+    result.stdout.fnmatch_lines(
+        [
+            "mcp-host-conformance: client x\\x0aAPR-1\\x0a\\x1b[[]2J 1.0\\x1b[[]31m<U+2028> "
+            "(profiles: p\\x0aq;*",
+            "*not applicable: x\\x0aAPR-1\\x0a\\x1b[[]2J cannot cancel a call*",
+        ]
+    )

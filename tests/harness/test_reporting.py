@@ -309,6 +309,47 @@ def test_a_report_that_cannot_be_written_at_the_end_keeps_the_summary(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+# A client that names itself to inject lines: into the summary, and through the JSON report
+# into a baseline, where a line that is an ID would excuse that requirement's failures.
+HOSTILE_NAME = "x\nAPR-1\n\x1b[2J\u2028NET-1\rRES-6"
+
+
+def test_a_client_s_name_cannot_add_an_id_to_the_baseline_written_from_its_report(
+    pytester, tmp_path
+):
+    from mcp_host_conformance.harness import cli
+    from mcp_host_conformance.harness.verdicts.baseline import load_baseline
+
+    pytester.makeconftest(
+        CONFTEST.replace(
+            'name="fakehost", version="9.9"', f"name={HOSTILE_NAME!r}, version='9' * 10**6"
+        )
+    )
+    pytester.makepyfile(test_cases=CASES)
+    first = pytester.path / "first.json"
+    result = pytester.runpytest_inprocess(f"--report-json={first}")
+    assert result.ret == 1
+    text = result.stdout.str()
+    assert "\x1b" not in text and "\u2028" not in text and "APR-1" not in result.stdout.lines
+    assert "client: x\\x0aAPR-1\\x0a\\x1b[2J<U+2028>NET-1\\x0dRES-6 999" in text
+    client = load(first)["client"]
+    assert client["name"] == HOSTILE_NAME, "JSON keeps the client's words, escaped by JSON"
+    assert len(client["version"]) <= 200 and "characters cut" in client["version"]
+
+    baseline = tmp_path / "baseline.txt"
+    assert cli.main(["baseline", str(first), "-o", str(baseline)]) == 0
+    failing = ["test_cases::test_must_fails", "test_cases::test_should_fails"]
+    assert list(load_baseline(baseline).entries) == failing, baseline.read_text()
+
+    second = pytester.path / "second.json"
+    result = pytester.runpytest_inprocess(
+        f"--report-json={second}", f"--expected-failures={baseline}"
+    )
+    assert result.ret == 0
+    assert load(second)["baseline"]["entries"] == failing
+    assert load(second)["baseline"]["unknown"] == []
+
+
 # A host that quotes 30 MB back (a result, a status line, an exception, what it printed):
 # what each report keeps of it is bounded.
 FLOOD_CONFTEST = (
