@@ -9,16 +9,21 @@ Usage:
 Strategy: generated, never hand-edited. Each host's run (a tox env writes its report to
 `.tox/<env>/tmp/report.json`) is reduced to a small snapshot, `docs/hosts/<key>.json`: the
 client, the network the run had, every requirement's outcome, and one line per failing
-case saying what the host did (the case's `actual`). The page is a pure function of the
-snapshots (`render`), and a test checks that the committed page is that function of the
-committed snapshots, and that every snapshot agrees with its host's expected-failures
-baseline, which CI holds each host to: when a host's behaviour changes, its baseline has to
-change, and then its snapshot and this page must be regenerated.
+case saying what the host did (the case's `actual`), with what is particular to the run or
+the machine made general: ports, temporary directories, ids, timings, and the machine's own
+paths (the interpreter becomes `python`, the checkout and the installed package relative
+paths, any other absolute path its file name), so the page never carries where it was made.
+The page is a pure function of the snapshots (`render`, which makes each line general again
+for snapshots taken before a rule was added), and a test checks that the committed page is
+that function of the committed snapshots, and that every snapshot agrees with its host's
+expected-failures baseline, which CI holds each host to: when a host's behaviour changes,
+its baseline has to change, and then its snapshot and this page must be regenerated.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS
+from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "docs" / "hosts"
@@ -99,10 +105,40 @@ _VOLATILE = (
 )
 
 
+# The machine's own paths. Not an HTTP request's path (`POST /moved/mcp`, `/.well-known/…`):
+# an absolute path is only taken for the machine's when it starts at one of the directories
+# where machines keep interpreters, checkouts, homes and temporary files.
+_ANY_PATH = r"[^\s'\"]*"
+_MACHINE_ROOTS = (
+    "home|Users|root|tmp|var|opt|usr|work|workspace|private|nix|srv|mnt|builds|github|runner|"
+    "snap|media|run|etc|lib|lib64|bin|sbin|Library|Applications|System|Volumes"
+)
+_MACHINE = (
+    (re.compile(rf"{_ANY_PATH}/bin/python[0-9.]*(?![\w/.-])"), "python"),
+    (re.compile(rf"(?<![\w.-]){_ANY_PATH}/(mcp_host_conformance/)"), r"\1"),
+    (
+        re.compile(rf"(?<![\w.:/-])/(?:{_MACHINE_ROOTS})(?:/[^\s'\"/]+)*/([^\s'\"/]+)"),
+        r"\1",
+    ),
+    (re.compile(r"\b[A-Za-z]:\\(?:[^\s'\"\\]+\\)*([^\s'\"\\]+)"), r"\1"),
+)
+
+
+def _machine_free(line: str) -> str:
+    """`line` without the generating machine's paths: the checkout's repository-relative,
+    an interpreter `python`, the package wherever installed from `mcp_host_conformance/`
+    on, any other absolute path under a machine's own directories its file name."""
+    line = line.replace(f"{ROOT}{os.sep}", "")
+    for pattern, replacement in _MACHINE:
+        line = pattern.sub(replacement, line)
+    return line
+
+
 def _one_line(text: str) -> str:
     line = " ".join(str(text).split())
     for pattern, replacement in _VOLATILE:
         line = pattern.sub(replacement, line)
+    line = _machine_free(line)
     return line if len(line) <= DID_LENGTH else line[: DID_LENGTH - 1] + "…"
 
 
@@ -146,6 +182,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _label(text: object) -> str:
+    """A client's own words (name, version) in the page: one line, bounded, no backtick that
+    would end the code span, no bar that would end the cell."""
+    return _cell(inline(text).replace("`", "'"))
+
+
 def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
     """docs/hosts.md from the snapshots (hosts in HOSTS order; missing ones left out)."""
     hosts = [h for h in HOSTS if h.key in snapshots]
@@ -165,8 +207,8 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
         shot = snapshots[host.key]
         client = shot["client"]
         lines.append(
-            f"| {host.title} | `{client['name']}` {client['version']} | `{host.env}` | "
-            f"{shot.get('network') or 'unknown'} |"
+            f"| {host.title} | `{_label(client['name'])}` {_label(client['version'])} | "
+            f"`{host.env}` | {_label(shot.get('network') or 'unknown')} |"
         )
     lines += [
         "",
@@ -188,7 +230,7 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
     for host in hosts:
         shot = snapshots[host.key]
         client = shot["client"]
-        lines.append(f"### {host.title} (`{client['name']}` {client['version']})")
+        lines.append(f"### {host.title} (`{_label(client['name'])}` {_label(client['version'])})")
         lines.append("")
         if host.note:
             lines += [host.note, ""]
@@ -196,7 +238,7 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
             lines.append("Every case passed.")
         for failure in shot["failures"]:
             ids = ", ".join(failure["requirements"])
-            lines.append(f"- {ids} `{failure['case']}`: {_cell(failure['did'])}")
+            lines.append(f"- {ids} `{failure['case']}`: {_cell(_machine_free(failure['did']))}")
         lines.append("")
     return "\n".join(lines)
 

@@ -1,7 +1,10 @@
 """scripts/hosts_matrix.py: docs/hosts.md, the requirement x host matrix, kept current."""
 
 import importlib.util
+import re
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -89,3 +92,62 @@ def test_every_snapshot_agrees_with_the_baseline_ci_holds_its_host_to(host):
         f"{host.key}: snapshot and baseline disagree: only in the snapshot "
         f"{sorted(failing - listed)}, only in the baseline {sorted(listed - failing)}"
     )
+
+
+def _machine_paths() -> list[str]:
+    """Where this machine keeps what a report may quote: the interpreter, the checkout, the
+    installed packages, the home and temporary directories."""
+    return [
+        sys.executable,
+        str(_ROOT),
+        sysconfig.get_paths()["purelib"],
+        str(Path.home()),
+        tempfile.gettempdir(),
+    ]
+
+
+def _holds(page: str, path: str) -> bool:
+    # as a path of its own, not the tail of a relative one (`.tox/<env>/tmp/report.json`)
+    return re.search(rf"(?<![\w.<>/-]){re.escape(path)}(?![\w.-])", page) is not None
+
+
+def test_a_page_holds_no_absolute_path_of_the_machine():
+    """A report quotes the command of a stdio server the harness started (this machine's
+    interpreter, its checkout or installed package) and may quote the host's own files: the
+    page says `python` and repository-relative paths, never where it was made."""
+    purelib = sysconfig.get_paths()["purelib"]
+    did = (
+        f"MCP server s: 1 tools from {sys.executable} {_ROOT}/mcp_host_conformance/mocks/"
+        f"stdio_server.py; {Path(purelib) / 'mcp_host_conformance' / 'mocks' / 'stdio_entry.py'}"
+        f" {Path.home() / '.config' / 'host.json'} {Path(tempfile.gettempdir()) / 'x' / 'y.json'}"
+        f"; POST /moved/mcp at http://127.0.0.1:8080/mcp"
+    )
+    case = {"id": "t::a", "requirements": ["NET-4"], "outcome": "failed", "actual": did}
+    shot = hosts_matrix.snapshot(report({"NET-4": "failed"}, [case]), "ts")
+    taken_before = {**shot, "failures": [{**shot["failures"][0], "did": did}]}
+    for snapshot in (shot, taken_before):
+        page = hosts_matrix.render({"ts": snapshot})
+        held = [path for path in _machine_paths() if _holds(page, path)]
+        assert not held, f"the page holds {held}"
+        assert "from python mcp_host_conformance/mocks/stdio_server.py" in page
+        assert "mcp_host_conformance/mocks/stdio_entry.py host.json y.json" in page
+        assert "POST /moved/mcp at http://127.0.0.1:" in page  # a request path is no file
+
+
+def test_docs_hosts_md_and_its_snapshots_hold_no_machine_path():
+    page = (_ROOT / "docs" / "hosts.md").read_text("utf-8")
+    held = [path for path in _machine_paths() if _holds(page, path)]
+    assert not held, f"docs/hosts.md holds {held}"
+    machine = re.compile(rf"(?<![\w.:/<>-])/(?:{hosts_matrix._MACHINE_ROOTS})/")
+    assert not machine.search(page), machine.search(page)
+    for key, shot in hosts_matrix.load_snapshots().items():
+        for failure in shot["failures"]:
+            assert hosts_matrix._machine_free(failure["did"]) == failure["did"], key
+
+
+def test_a_client_s_name_stays_in_its_cell():
+    shot = hosts_matrix.snapshot(report({"RES-6": "passed"}, []), "reference")
+    shot["client"] = {"name": "a`b|c\nd", "version": "1\x1b[2J"}
+    page = hosts_matrix.render({"reference": shot})
+    assert "| Reference host | `a'b\\|c\\x0ad` 1\\x1b[2J | `conformance-inprocess` |" in page
+    assert "\x1b" not in page
