@@ -1,4 +1,4 @@
-"""What the mock model answers, one step per model request, and how it reads a request.
+"""What the mock model answers, one step per model request.
 
 Strategy: a script is a list of `Step`s, plain data that round-trips through JSON (so a
 person can write one in a file or POST it). Turning a step into output is a pure function
@@ -9,9 +9,13 @@ each tool's description and schema, `mocks.spec.with_markers`), whether it is a 
 function or one inside a Responses `namespace` tool, whatever the host named or labelled
 it; the reply calls it in the form it was offered (with its `namespace`). A server that is
 not bound falls back to the label `[MCP server S, tool T]` at the start of a description;
-a call may also name a function exactly. Nothing here does I/O; the
-service (`mcp_host_conformance.mocks.responses.service`) keeps the state (which step is next,
-what the autopilot has already called).
+a call may also name a function exactly. The body may be a request of any of the three
+APIs the mock speaks: it is read through `bodies` (the Responses shape, which every reader
+and this planner use), so a plan is the same whichever API a host chose, and the wire
+modules render it in that API's form. The body readers are re-exported here for existing
+imports. Nothing here does I/O; the service
+(`mcp_host_conformance.mocks.responses.service`) keeps the state (which step is next, what
+the autopilot has already called).
 """
 
 from __future__ import annotations
@@ -21,77 +25,43 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_host_conformance.mocks.responses.bodies import (
+    MCP_LABEL_PREFIX,
+    carries,
+    function_call_outputs,
+    function_calls,
+    input_items,
+    label,
+    offered_functions,
+    offered_mcp_tools,
+    offered_tools,
+)
 from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
-MCP_LABEL_PREFIX = "[MCP server "
-
-
-def label(server: str, tool: str) -> str:
-    """The label a host puts at the start of an MCP tool's description (EXP-4)."""
-    return f"[MCP server {server}, tool {tool}]"
-
-
-# ---- reading a request body ----------------------------------------------------------
-
-
-def offered_tools(body: Any) -> list[dict[str, Any]]:
-    """The function tools offered in a Responses request (`tools[]` with type "function")."""
-    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
-        return []
-    return [t for t in body["tools"] if isinstance(t, dict) and t.get("type") == "function"]
-
-
-def offered_functions(body: Any) -> list[tuple[dict[str, Any], str | None]]:
-    """Every function offered, with the name of the `namespace` tool holding it (None for a
-    top-level function), top-level ones first."""
-    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
-        return []
-    found: list[tuple[dict[str, Any], str | None]] = [(t, None) for t in offered_tools(body)]
-    for tool in body["tools"]:
-        if not isinstance(tool, dict) or tool.get("type") != "namespace":
-            continue
-        inner = tool.get("tools")
-        for t in inner if isinstance(inner, list) else []:
-            if isinstance(t, dict) and t.get("type") == "function":
-                found.append((t, str(tool.get("name"))))
-    return found
-
-
-def carries(tool: dict[str, Any], marker: str) -> bool:
-    """Whether `marker` appears anywhere in an offered function (name, description,
-    parameters, at any depth)."""
-    return marker in json.dumps(tool, ensure_ascii=False)
-
-
-def offered_mcp_tools(body: Any) -> list[dict[str, Any]]:
-    """Offered functions whose description carries an MCP label."""
-    return [
-        t
-        for t in offered_tools(body)
-        if isinstance(t.get("description"), str) and t["description"].startswith(MCP_LABEL_PREFIX)
-    ]
-
-
-def input_items(body: Any) -> list[dict[str, Any]]:
-    if not isinstance(body, dict) or not isinstance(body.get("input"), list):
-        return []
-    return [i for i in body["input"] if isinstance(i, dict)]
-
-
-def function_calls(body: Any) -> list[dict[str, Any]]:
-    """The `function_call` items the client replays in `input` (earlier model calls)."""
-    return [i for i in input_items(body) if i.get("type") == "function_call"]
-
-
-def function_call_outputs(body: Any) -> dict[Any, Any]:
-    """call_id -> output of every `function_call_output` item in `input` (a call_id is
-    whatever the client sent: usually a string, None if it sent none)."""
-    return {
-        i.get("call_id"): i.get("output")
-        for i in input_items(body)
-        if i.get("type") == "function_call_output"
-    }
-
+__all__ = [
+    "MCP_LABEL_PREFIX",
+    "Bindings",
+    "Call",
+    "Plan",
+    "Step",
+    "arguments_for_schema",
+    "carries",
+    "encode_arguments",
+    "find_tool",
+    "function_call_outputs",
+    "function_calls",
+    "input_items",
+    "is_mcp_function",
+    "label",
+    "not_offered",
+    "offered_functions",
+    "offered_mcp_tools",
+    "offered_tools",
+    "plan_autopilot",
+    "plan_reply",
+    "script_from_json",
+    "value_for_schema",
+]
 
 # ---- steps -----------------------------------------------------------------------------
 
