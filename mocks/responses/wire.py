@@ -129,28 +129,32 @@ def check_tool(tool: Any, where: str) -> ApiError | None:
         )
     if tool.get("type") != "function":
         return None
-    name = tool.get("name")
+    return check_name(tool.get("name"), f"{where}.name")
+
+
+def check_name(name: Any, where: str) -> ApiError | None:
+    """A function name as OpenAI checks one (Responses and Chat Completions alike)."""
     if not isinstance(name, str):
         return ApiError(
             400,
-            f"Missing required parameter: '{where}.name'.",
-            param=f"{where}.name",
+            f"Missing required parameter: '{where}'.",
+            param=where,
             code="missing_required_parameter",
         )
     if len(name) > TOOL_NAME_MAX:
         return ApiError(
             400,
-            f"Invalid '{where}.name': string too long. Expected a string with maximum length "
+            f"Invalid '{where}': string too long. Expected a string with maximum length "
             f"{TOOL_NAME_MAX}, but got a string with length {len(name)} instead.",
-            param=f"{where}.name",
+            param=where,
             code="string_above_max_length",
         )
-    if not TOOL_NAME.match(name):
+    if not TOOL_NAME.fullmatch(name):  # `$` would let a final newline through
         return ApiError(
             400,
-            f"Invalid '{where}.name': string does not match pattern. Expected a string that "
+            f"Invalid '{where}': string does not match pattern. Expected a string that "
             "matches the pattern '^[a-zA-Z0-9_-]+$'.",
-            param=f"{where}.name",
+            param=where,
             code="invalid_value",
         )
     return None
@@ -214,15 +218,15 @@ def message_item(text: str) -> dict[str, Any]:
     }
 
 
-def _tokens(value: Any) -> int:
+def tokens(value: Any) -> int:
     return max(1, len(json.dumps(value, separators=(",", ":"))) // 4)
 
 
 def response_object(
     body: dict[str, Any], output: list[dict[str, Any]], status: str = "completed"
 ) -> dict[str, Any]:
-    input_tokens = _tokens(body.get("input"))
-    output_tokens = _tokens(output) if output else 0
+    input_tokens = tokens(body.get("input"))
+    output_tokens = tokens(output) if output else 0
     return {
         "id": new_id("resp"),
         "object": "response",
@@ -256,7 +260,7 @@ def response_object(
     }
 
 
-def _chunks(text: str, size: int = 8) -> list[str]:
+def chunks(text: str, size: int = 8) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
@@ -277,7 +281,7 @@ def stream_events(response: dict[str, Any]) -> list[dict[str, Any]]:
                 output_index=index,
                 item={**item, "arguments": "", "status": "in_progress"},
             )
-            for piece in _chunks(item["arguments"]):
+            for piece in chunks(item["arguments"]):
                 emit(
                     "response.function_call_arguments.delta",
                     item_id=item["id"],
@@ -300,7 +304,7 @@ def stream_events(response: dict[str, Any]) -> list[dict[str, Any]]:
             for part_index, part in enumerate(item["content"]):
                 where = {"item_id": item["id"], "output_index": index, "content_index": part_index}
                 emit("response.content_part.added", **where, part={**part, "text": ""})
-                for piece in _chunks(part["text"], 16):
+                for piece in chunks(part["text"], 16):
                     emit("response.output_text.delta", **where, delta=piece, logprobs=[])
                 emit("response.output_text.done", **where, text=part["text"], logprobs=[])
                 emit("response.content_part.done", **where, part=part)
@@ -314,11 +318,12 @@ def sse_encode(event: dict[str, Any]) -> bytes:
 
 
 def parse_sse(data: bytes | str) -> list[dict[str, Any]]:
-    """Decode an SSE body back into events (for tests and people reading a stream)."""
+    """Decode an SSE body back into events (for tests and people reading a stream): the
+    JSON of each event's data, Chat Completions' closing `[DONE]` left out."""
     text = data.decode() if isinstance(data, bytes) else data
     events = []
     for block in text.replace("\r\n", "\n").split("\n\n"):
         lines = [ln[5:].lstrip() for ln in block.split("\n") if ln.startswith("data:")]
-        if lines:
+        if lines and lines != ["[DONE]"]:
             events.append(json.loads("\n".join(lines)))
     return events
