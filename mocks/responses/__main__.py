@@ -1,7 +1,8 @@
-"""Standalone mock Responses service: `python -m mcp_host_conformance.mocks.responses`.
+"""Standalone mock model: `python -m mcp_host_conformance.mocks.responses`.
 
-Prints one JSON line with the url, key and journal URL, then serves until Ctrl-C or
-SIGTERM.
+Serves the Responses API, Chat Completions and the Anthropic Messages API on one port.
+Prints one JSON line with the OpenAI base URL (`url`), the Anthropic one
+(`anthropic_url`), the key and the journal URL, then serves until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from mcp_host_conformance.mocks.responses.script import script_from_json
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m mcp_host_conformance.mocks.responses",
-        description="The mock OpenAI Responses service, standalone.",
+        description="The mock model (OpenAI Responses, Chat Completions, Anthropic Messages), "
+        "standalone.",
     )
     parser.add_argument("--script", help="JSON file holding a list of steps (default: autopilot)")
-    parser.add_argument("--api-key", help="the bearer key to accept (default: random)")
+    parser.add_argument("--api-key", help="the key to accept (default: random)")
     args = parser.parse_args(argv)
     steps = None
     if args.script:
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         line = {
             "name": "responses",
             "url": model.url,
+            "anthropic_url": model.anthropic_url,
             "api_key": model.api_key,
             "journal": model.journal_url,
         }

@@ -1,5 +1,5 @@
-"""`MockResponses` (the service on a real port) and `responses_router` (the same service
-as a respx router for in-process httpx clients).
+"""`MockResponses` (the mock model on a real port) and `responses_router` (the same service
+as a respx router for in-process httpx clients of the OpenAI APIs).
 
 Strategy: both front the one `ResponsesService`, so an in-process client and an
 out-of-process one meet the same model, script and journal. The port is served by the
@@ -27,7 +27,9 @@ DEFAULT_ROUTER_BASE = "https://mock-responses.invalid/v1"
 
 
 class MockResponses(ServedMock):
-    """The service on a real port. `url`/`api_key`/`journal`/`script()`/`requests()`."""
+    """The mock model on a real port, speaking the Responses API, Chat Completions and the
+    Anthropic Messages API. `url` (OpenAI), `anthropic_url`, `api_key`, `journal`,
+    `script()`, `bind()`, `requests()`."""
 
     def __init__(self, api_key: str | None = None, limits: HttpLimits | None = None) -> None:
         self.service = ResponsesService(api_key=api_key)
@@ -61,7 +63,13 @@ class MockResponses(ServedMock):
 
     @property
     def url(self) -> str:
+        """The OpenAI base URL (`OPENAI_BASE_URL`): `{url}/responses`, `{url}/chat/completions`."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        """The Anthropic base URL (`ANTHROPIC_BASE_URL`, no `/v1`): `{url}/v1/messages`."""
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def journal_url(self) -> str:
@@ -98,7 +106,8 @@ class MockResponses(ServedMock):
 def responses_router(
     model: MockResponses | ResponsesService, base_url: str | None = None
 ) -> respx.MockRouter:
-    """A respx router answering `{base_url}/responses` with `model`'s logic and journal.
+    """A respx router answering `{base_url}/responses` and `{base_url}/chat/completions`
+    (an OpenAI base URL, ending in `/v1`) with `model`'s logic and journal.
 
     `base_url` defaults to the model's own URL when it is started, else a name that never
     resolves. Use it as `with responses_router(model, url) as router:` or pass

@@ -1,27 +1,32 @@
-"""The mock Responses service's request handling, independent of any transport.
+"""The mock model service's request handling, independent of any transport.
 
-Strategy: one `handle(method, path, headers, raw_body)` turns a request into an `Answer`
-(status, headers, a body or a list of SSE chunks). The threaded HTTP server and the
-respx router both call it, so an in-process client and an out-of-process one meet the
-same model. State is small and guarded by one lock: the script (None = autopilot), the
-tools the autopilot already called, and the call_ids of stored responses (for
-`previous_response_id`). A rejected request never consumes a script step: the real
-model never saw it.
+Strategy: one `handle(method, target, headers, raw_body)` turns a request into an `Answer`
+(status, headers, a body or a list of SSE chunks). The HTTP server and the respx router
+both call it, so an in-process client and an out-of-process one meet the same model. The
+model is one whichever API a host speaks: the face the path names (`faces`: Responses,
+Chat Completions or Anthropic Messages) authenticates and judges the request and writes
+the answer, while the step, the autopilot and the bindings are planned here, once, from
+the request read in the common shape (`bodies.as_responses`). Every request is journalled
+whole (headers, parsed body, `extra["api"]`) before it is judged, and the calls a reply
+makes on the same entry (`extra["reply_calls"]`). State is small and guarded by one lock:
+the script (None = autopilot), the tools the autopilot already called, and the call_ids of
+stored Responses (for `previous_response_id`). A rejected request never consumes a script
+step: the real model never saw it.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal
 from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.responses import wire
+from mcp_host_conformance.mocks.responses.bodies import APIS, as_responses
+from mcp_host_conformance.mocks.responses.faces import Answer, face_for
 from mcp_host_conformance.mocks.responses.script import (
     Plan,
     Step,
@@ -31,29 +36,12 @@ from mcp_host_conformance.mocks.responses.script import (
 )
 from mcp_host_conformance.mocks.spec import tool_marker
 
-JSON = {"content-type": "application/json"}
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    events: list[bytes] | None = None  # SSE chunks, streamed in order
-
-    @classmethod
-    def json(cls, status: int, value: Any) -> Answer:
-        return cls(status, dict(JSON), json.dumps(value).encode())
-
-    @classmethod
-    def error(cls, err: wire.ApiError) -> Answer:
-        return cls.json(err.status, err.envelope())
-
-    def content(self) -> bytes:
-        return b"".join(self.events) if self.events is not None else self.body
+__all__ = ["Answer", "ResponsesService"]
 
 
 class ResponsesService:
+    """The mock model: one script, one journal, three APIs (see the module's strategy)."""
+
     def __init__(self, api_key: str | None = None, journal: Journal | None = None) -> None:
         self.api_key = api_key or "sk-mock-" + secrets.token_hex(16)
         self.journal = journal if journal is not None else Journal()
@@ -97,23 +85,24 @@ class ResponsesService:
         self.journal.clear()
 
     def requests(self) -> list[Any]:
-        """The parsed bodies of every `POST .../responses` received, in order."""
+        """The parsed bodies of every request POSTed to a model endpoint (`/v1/responses`,
+        `/v1/chat/completions`, `/v1/messages`), in order, as sent."""
         return [
             e.extra.get("body")
             for e in self.journal.entries(kind="http")
-            if e.http_method == "POST" and (e.path or "").endswith("/responses")
+            if e.http_method == "POST" and e.extra.get("api") in APIS
         ]
 
     # handling ------------------------------------------------------------------------
     def handle(
         self,
         method: str,
-        path: str,
+        target: str,
         headers: dict[str, str],
         raw: bytes,
         connection: str | None = None,
     ) -> Answer:
-        path = path.split("?", 1)[0]
+        path, _, query = target.partition("?")
         admin = admin_answer(method, path, self.journal, self.reset)
         if admin is not None:
             return Answer(admin.status, dict(admin.headers), admin.body)
@@ -121,8 +110,13 @@ class ResponsesService:
             return self._script_endpoint(method, raw)
         if path == "/__servers":
             return self._servers_endpoint(method, raw)
+        face, endpoint = face_for(path, headers)
         body, unreadable = _parse(raw)
         extra: dict[str, Any] = {"body": body}
+        if endpoint:
+            extra["api"] = face.api
+        if query:
+            extra["query"] = query[:1000]
         if unreadable is not None:
             extra["raw"] = raw[:200].decode("utf-8", "replace")
             extra["error"] = unreadable
@@ -137,59 +131,33 @@ class ResponsesService:
                 extra=extra,
             )
         )
-        problem = self._check_key(headers.get("authorization"))
+        problem = face.refuse(headers, self.api_key)
         if problem:
-            return Answer.error(problem)
-        if not (method == "POST" and path == "/v1/responses"):
-            return Answer.error(wire.not_found(method, path))
+            return face.error(problem)
+        if not (method == "POST" and endpoint):
+            return face.error(face.not_found(method, path))
         if unreadable is not None:
-            return Answer.error(wire.bad_json(unreadable))
+            return face.error(face.bad_json(unreadable))
         with self._lock:
             stored = dict(self._stored_calls)
-        problem = wire.check_request(body, stored)
+        problem = face.check(body, headers, stored)
         if problem:
-            return Answer.error(problem)
-        plan = self._next_plan(body)
+            return face.error(problem)
+        plan = self._next_plan(as_responses(body, face.api))
         if plan.problems:
             self.journal.record(
                 Entry(kind="event", extra={"event": "unmatched-call", "problems": plan.problems})
             )
         if plan.error_status is not None:
-            return Answer.error(wire.error_for_status(plan.error_status, plan.error_message))
-        output = [wire.function_call_item(name, args, ns) for name, args, ns in plan.calls]
+            return face.error(face.scripted_error(plan.error_status, plan.error_message))
+        reply = face.reply(body, plan)
         # The calls this reply makes, on the request's own entry: cases pair them with the
         # outputs of the next request (RES-11) even when a client does not replay them.
-        extra["reply_calls"] = [
-            {k: i[k] for k in ("call_id", "name", "arguments", "namespace") if k in i}
-            for i in output
-        ]
-        if plan.text is not None:
-            output.append(wire.message_item(plan.text))
-        response = wire.response_object(body, output)
-        if body.get("store", True) is not False:
+        extra["reply_calls"] = reply.calls
+        if reply.stored is not None:
             with self._lock:
-                self._stored_calls[response["id"]] = [
-                    i["call_id"] for i in output if i["type"] == "function_call"
-                ]
-        if body.get("stream") is True:
-            events = [wire.sse_encode(e) for e in wire.stream_events(response)]
-            return Answer(
-                200,
-                {"content-type": "text/event-stream", "cache-control": "no-cache"},
-                events=events,
-            )
-        return Answer.json(200, response)
-
-    def _check_key(self, authorization: str | None) -> wire.ApiError | None:
-        if (
-            not authorization
-            or not authorization.startswith("Bearer ")
-            or not authorization[7:].strip()
-        ):
-            return wire.missing_key()
-        if not secrets.compare_digest(authorization[7:].strip().encode(), self.api_key.encode()):
-            return wire.wrong_key()
-        return None
+                self._stored_calls[reply.stored[0]] = reply.stored[1]
+        return reply.answer
 
     def _next_plan(self, body: dict[str, Any]) -> Plan:
         with self._lock:
