@@ -13,6 +13,7 @@ import json
 import re
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,31 +163,37 @@ def check_name(name: Any, where: str) -> ApiError | None:
 
 def check_pairs(items: Any, pending: list[str]) -> ApiError | None:
     """Every function_call needs a later function_call_output of its call_id, and every
-    output needs its call (in this input or in the previous response)."""
+    output needs its call (in this input or in the previous response). An output answers
+    the earliest open call of its id. Linear: counts, not list searches (a body of 100,000
+    calls must not take quadratic time)."""
     if not isinstance(items, list):
         return None  # a plain string input carries no calls
-    open_calls = list(pending)
-    known = set(pending)
+    opened = list(pending)  # every call, in order
+    counts = Counter(pending)  # calls per id
+    answered: Counter[str] = Counter()  # outputs per id, each answering the earliest call
     for item in items:
         if not isinstance(item, dict):
             continue
         if item.get("type") == "function_call":
-            open_calls.append(str(item.get("call_id")))
-            known.add(str(item.get("call_id")))
+            opened.append(str(item.get("call_id")))
+            counts[opened[-1]] += 1
         elif item.get("type") == "function_call_output":
             call_id = str(item.get("call_id"))
-            if call_id not in known:
+            if not counts[call_id]:
                 return ApiError(
                     400,
                     f"No tool call found for function call output with call_id {call_id}.",
                     param="input",
                 )
-            if call_id in open_calls:
-                open_calls.remove(call_id)
-    if open_calls:
-        return ApiError(
-            400, f"No tool output found for function call {open_calls[0]}.", param="input"
-        )
+            if answered[call_id] < counts[call_id]:
+                answered[call_id] += 1
+    for call_id in opened:
+        if answered[call_id]:
+            answered[call_id] -= 1
+        else:
+            return ApiError(
+                400, f"No tool output found for function call {call_id}.", param="input"
+            )
     return None
 
 

@@ -158,8 +158,9 @@ def check_pairs(messages: list[Any]) -> ApiError | None:
     """An assistant message's `tool_calls` must be answered, each, by the `tool` messages
     right after it, and a `tool` message must answer a call of that assistant message.
     (Messages are checked by `_check_message` first: objects, ids strings.)"""
+    # A set and a dict, not lists: a body of 100,000 calls must not take quadratic time.
     block: set[str] = set()  # the calls the tool messages here may answer
-    pending: list[str] = []  # those not answered yet
+    pending: dict[str, None] = {}  # those not answered yet, in order
     after = -1  # the assistant message they belong to
     for i, message in enumerate(messages):
         role = message.get("role")
@@ -179,18 +180,17 @@ def check_pairs(messages: list[Any]) -> ApiError | None:
                     "'tool_calls' of previous message.",
                     param=f"messages.[{i}].tool_call_id",
                 )
-            if call_id in pending:
-                pending.remove(call_id)
+            pending.pop(call_id, None)
             continue
         if pending:
-            return _unanswered(pending)
+            return _unanswered(list(pending))
         calls = message.get("tool_calls") if role == "assistant" else None
         if isinstance(calls, list) and calls:
-            pending = [str(c["id"]) for c in calls]
+            pending = dict.fromkeys(str(c["id"]) for c in calls)
             block, after = set(pending), i
         else:
             block, after = set(), -1
-    return _unanswered(pending) if pending else None
+    return _unanswered(list(pending)) if pending else None
 
 
 def _unanswered(pending: list[str]) -> ApiError:

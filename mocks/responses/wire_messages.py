@@ -178,7 +178,7 @@ def check_pairs(messages: list[Any]) -> ApiError | None:
     """Each `tool_use` of an assistant message needs a `tool_result` in the next message,
     and each `tool_result` a `tool_use` of the previous one. (Messages are checked by
     `_check_message` first: objects, blocks objects, ids strings.)"""
-    uses: list[str] = []  # the previous message's tool_use ids
+    uses: dict[str, None] = {}  # the previous message's tool_use ids, in order
     for i, message in enumerate(messages):
         results = _blocks(message, "tool_result", "tool_use_id")
         answered = {r for _, r in results}
@@ -193,10 +193,10 @@ def check_pairs(messages: list[Any]) -> ApiError | None:
                     f"`tool_result` blocks: {result[:100]}. Each `tool_result` block must have a "
                     "corresponding `tool_use` block in the previous message.",
                 )
-        uses = []
+        uses = {}
         if message.get("role") == "assistant":
-            uses = [u for _, u in _blocks(message, "tool_use", "id")]
-    return _unanswered(len(messages) - 1, uses) if uses else None
+            uses = dict.fromkeys(u for _, u in _blocks(message, "tool_use", "id"))
+    return _unanswered(len(messages) - 1, list(uses)) if uses else None
 
 
 def _unanswered(index: int, ids: list[str]) -> ApiError:
