@@ -7,8 +7,11 @@ or place (a top-level function, a function inside a Responses `namespace` tool) 
 chose. Only the EXP rules, whose subject is the naming and labelling, then check the name
 and the label `[MCP server S, tool T]` of what was found. A call's status is read the way
 the host states it (`stated_status`), never from a bare word. These are pure functions of
-the mock Responses service's journal entries and request bodies (see
-`mcp_host_conformance.mocks.responses.script` for the body readers).
+the mock model's journal entries and request bodies (see
+`mcp_host_conformance.mocks.responses.bodies` for the body readers). The mock model speaks
+the Responses API, Chat Completions and Anthropic Messages; a request of any of them is
+read in the Responses API's shape (`as_responses`), so each reader here works whichever
+API the host chose.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mcp_host_conformance.mocks.model_script import (
     label,
     offered_tools,
 )
+from mcp_host_conformance.mocks.responses.bodies import as_responses
 from mcp_host_conformance.mocks.responses.script import carries, offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
@@ -71,17 +75,22 @@ __all__ = [
 ]
 
 
+def _is_model_request(entry: Entry) -> bool:
+    """A POST to the model: `.../responses`, or the Chat Completions or Messages endpoint."""
+    return entry.http_method == "POST" and (
+        (entry.path or "").endswith("/responses") or entry.extra.get("api") in ("chat", "messages")
+    )
+
+
 def model_requests(model: ModelService) -> list[Body]:
-    """The JSON bodies the client POSTed to the model service (`.../responses`), in order."""
+    """The JSON bodies the client POSTed to the model service, in order, in the Responses
+    API's shape (`as_responses`: a Responses body as sent, a Chat Completions or Messages
+    body translated)."""
     bodies: list[Body] = []
     for entry in model.journal.entries(kind="http"):
         body = entry.extra.get("body")
-        if (
-            entry.http_method == "POST"
-            and (entry.path or "").endswith("/responses")
-            and isinstance(body, dict)
-        ):
-            bodies.append(body)
+        if _is_model_request(entry) and isinstance(body, dict):
+            bodies.append(as_responses(body, entry.extra.get("api", "responses")))
     return bodies
 
 
@@ -100,6 +109,7 @@ def builtin_tools(body: object) -> list[Tool]:
     """Offered tools that are not MCP tools (the client's own), of any type: neither
     labelled as an MCP tool nor carrying a mock's marker (a `namespace` tool holding MCP
     functions carries their markers)."""
+    body = as_responses(body)
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return []
@@ -275,18 +285,14 @@ def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
     model answered it with: `{"call_id", "name", "arguments"}` each."""
     replies: list[list[dict[str, Any]]] = []
     for entry in model.journal.entries(kind="http"):
-        body = entry.extra.get("body")
-        if (
-            entry.http_method == "POST"
-            and (entry.path or "").endswith("/responses")
-            and isinstance(body, dict)
-        ):
+        if _is_model_request(entry) and isinstance(entry.extra.get("body"), dict):
             replies.append(list(entry.extra.get("reply_calls") or []))
     return replies
 
 
 def paired_outputs(body: object, call_id: str) -> list[object]:
     """Every `function_call_output` for `call_id` in a request's input (RES-11: exactly one)."""
+    body = as_responses(body)
     items = body.get("input") if isinstance(body, dict) else None
     if not isinstance(items, list):
         return []
@@ -301,6 +307,7 @@ def paired_outputs(body: object, call_id: str) -> list[object]:
 
 def user_texts(body: object) -> list[str]:
     """The text of every user message in a request's input (a string input counts as one)."""
+    body = as_responses(body)
     items = body.get("input") if isinstance(body, dict) else None
     if isinstance(items, str):
         return [items]

@@ -9,7 +9,10 @@ import httpx
 import pytest
 
 from mcp_host_conformance.harness.cases.observe import (
+    builtin_tools,
     call_outputs,
+    mcp_tool,
+    model_requests,
     output_text,
     paired_outputs,
     reply_calls,
@@ -120,3 +123,62 @@ def test_calls_are_paired_with_the_next_requests_outputs():
         assert "stating status denied, not completed" in status_problem(model, turn, "completed")
         other = SimpleNamespace(calls=[SimpleNamespace(status="completed")])
         assert "client reported" in status_problem(model, other, "denied")
+
+
+CHAT_TOOL = {
+    "type": "function",
+    "function": {k: v for k, v in TOOL.items() if k != "type"},
+}
+MESSAGES_TOOL = {
+    "name": TOOL["name"],
+    "description": TOOL["description"],
+    "input_schema": TOOL["parameters"],
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "messages"])
+def test_the_readers_read_chat_and_messages_requests_alike(api):
+    """The same turn over Chat Completions and Anthropic Messages: the readers see the
+    offered function, the call, its output, the user's text, as they do for Responses."""
+    with MockResponses() as model, httpx.Client(timeout=5) as client:
+        model.script(
+            [Step.call(server="docs", tool="query", arguments={"q": "x"}), Step.text("ok")]
+        )
+        if api == "chat":
+            url = f"{model.url}/chat/completions"
+            headers = {"authorization": f"Bearer {model.api_key}"}
+            ask = {"model": "m", "tools": [CHAT_TOOL, {"type": "custom", "custom": {"name": "c"}}]}
+            history: list[dict] = [{"role": "user", "content": "hi"}]
+            reply = client.post(url, json={**ask, "messages": history}, headers=headers).json()
+            message = reply["choices"][0]["message"]
+            call_id = message["tool_calls"][0]["id"]
+            history += [
+                message,
+                {"role": "tool", "tool_call_id": call_id, "content": "Status: denied"},
+            ]
+        else:
+            url = f"{model.anthropic_url}/v1/messages"
+            headers = {"x-api-key": model.api_key, "anthropic-version": "2023-06-01"}
+            ask = {"model": "m", "max_tokens": 9, "tools": [MESSAGES_TOOL]}
+            history = [{"role": "user", "content": "hi"}]
+            reply = client.post(url, json={**ask, "messages": history}, headers=headers).json()
+            call_id = reply["content"][0]["id"]
+            result = {"type": "tool_result", "tool_use_id": call_id, "content": "Status: denied"}
+            history += [
+                {"role": "assistant", "content": reply["content"]},
+                {"role": "user", "content": [result]},
+            ]
+        client.post(url, json={**ask, "messages": history}, headers=headers).raise_for_status()
+
+        first, second = model_requests(model)
+        assert mcp_tool(first, "docs", "query")["parameters"] == TOOL["parameters"]
+        assert user_texts(second) == ["hi"] and paired_outputs(second, call_id) == [
+            "Status: denied"
+        ]
+        assert [t.get("name") for t in builtin_tools(first)] == ([None] if api == "chat" else [])
+        assert reply_calls(model) == [
+            [{"call_id": call_id, "name": "mcp_docs_query", "arguments": '{"q":"x"}'}],
+            [],
+        ]
+        turn = SimpleNamespace(calls=[SimpleNamespace(status="denied")])
+        assert status_problem(model, turn, "denied") is None
