@@ -208,7 +208,24 @@ def test_standalone_with_a_script_file_and_sigterm(tmp_path):
         with httpx.Client(headers={"Authorization": f"Bearer {info['api_key']}"}, timeout=5) as c:
             reply = c.post(info["url"] + "/responses", json={"model": "m", "input": "q"})
             assert reply.json()["output"][0]["content"][0]["text"] == "scripted"
-            assert len(c.get(info["journal"]).json()) == 1
+            # the same port speaks Chat Completions and Anthropic Messages (script exhausted)
+            question = [{"role": "user", "content": "q"}]
+            reply = c.post(
+                info["url"] + "/chat/completions", json={"model": "m", "messages": question}
+            )
+            assert reply.json()["choices"][0]["message"]["content"] == "done"
+            assert info["url"] == info["anthropic_url"] + "/v1"
+            reply = c.post(
+                info["anthropic_url"] + "/v1/messages",
+                json={"model": "m", "max_tokens": 9, "messages": question},
+                headers={"anthropic-version": "2023-06-01"},
+            )
+            assert reply.json()["content"] == [{"type": "text", "text": "done"}]
+            assert [e["extra"]["api"] for e in c.get(info["journal"]).json()] == [
+                "responses",
+                "chat",
+                "messages",
+            ]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=5) == 0
     finally:

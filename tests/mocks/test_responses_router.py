@@ -70,3 +70,24 @@ def test_router_defaults_to_the_started_servers_url():
             c.post("/responses", json={"model": "m", "input": "q"})
             assert router.calls.call_count == 1  # respx clears its call list on exit
         assert model.journal.entries(kind="http")[0].connection == "respx"
+
+
+def test_router_answers_chat_completions_too():
+    model = MockResponses()
+    model.script([Step.call(server="a", tool="b", arguments={"k": 1})])
+    chat_tool = {"type": "function", "function": {k: v for k, v in TOOL.items() if k != "type"}}
+    base = "https://api.example.test/v1"
+    with responses_router(model, base), httpx.Client(base_url=base) as c:
+        reply = c.post(
+            "/chat/completions",
+            json={
+                "model": "m",
+                "messages": [{"role": "user", "content": "q"}],
+                "tools": [chat_tool],
+            },
+            headers={"Authorization": f"Bearer {model.api_key}"},
+        ).json()
+    (call,) = reply["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "mcp_a_b", "arguments": '{"k":1}'}
+    (entry,) = model.journal.entries(kind="http")
+    assert entry.extra["api"] == "chat" and entry.extra["reply_calls"][0]["call_id"] == call["id"]
