@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 
 from mcp_host_conformance.harness.cases.observe import (
+    is_model_request,
     model_requests,
     output_text,
     reply_calls,
@@ -224,11 +225,7 @@ def told(model, turns=None) -> Told:
 
 def request_times(model) -> list[float]:
     """When each model request (`model_requests`) arrived."""
-    return [
-        e.time
-        for e in model.journal.entries(kind="http")
-        if e.http_method == "POST" and (e.path or "").endswith("/responses")
-    ]
+    return [e.time for e in model.journal.entries(kind="http") if is_model_request(e)]
 
 
 def reported_problem(told_: Told, expected: Iterable[str]) -> str | None:

@@ -29,6 +29,7 @@ from mcp_host_conformance.harness.cases.mock_contract import (
     ModelService,
     StdioServerMock,
 )
+from mcp_host_conformance.harness.cases.observe import is_model_request
 from mcp_host_conformance.harness.cases.timeline import Timeline
 from mcp_host_conformance.harness.contract.adapter import (
     Adapter,
@@ -283,24 +284,19 @@ class Running:
         model = self.host.model
         if model is None:
             return
-        from mcp_host_conformance.mocks.responses.wire import check_tool
-
         for entry in model.journal.entries(kind="http"):
-            body = entry.extra.get("body")
-            responses = (entry.path or "").split("?")[0].endswith("/responses")
-            if entry.time < began or not responses or not isinstance(body, dict):
+            refused = entry.extra.get("refused")
+            if entry.time < began or not is_model_request(entry) or not isinstance(refused, dict):
                 continue
-            tools = body.get("tools")
-            for i, tool in enumerate(tools if isinstance(tools, list) else []):
-                problem = check_tool(tool, f"tools[{i}]")
-                if problem is not None:
-                    name = str(problem.param or "").endswith(".name")
-                    precondition(
-                        False,
-                        ids="EXP-2" if name else "EXP-3",
-                        expected="tools the model service accepts (as the real one would)",
-                        actual=f"the model service would refuse the request: {problem.message}",
-                    )
+            param = str(refused.get("param") or "")
+            if not param.startswith("tools"):
+                continue
+            precondition(
+                False,
+                ids="EXP-2" if param.endswith(".name") else "EXP-3",
+                expected="tools the model service accepts (as the real one would)",
+                actual=f"the model service refused the request: {refused.get('message')}",
+            )
 
     def _unmatched_calls(self) -> list[str]:
         """Why each scripted call the mock model could not make so far (the host offered no

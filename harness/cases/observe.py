@@ -57,11 +57,13 @@ __all__ = [
     "offered_for",
     "offered_function",
     "offered_functions",
+    "is_model_request",
     "offered_names",
     "offered_tools",
     "offered_tools_of",
     "output_text",
     "paired_outputs",
+    "request_body",
     "reply_calls",
     "same_json",
     "shows_status",
@@ -75,11 +77,21 @@ __all__ = [
 ]
 
 
-def _is_model_request(entry: Entry) -> bool:
+def is_model_request(entry: Entry) -> bool:
     """A POST to the model: `.../responses`, or the Chat Completions or Messages endpoint."""
     return entry.http_method == "POST" and (
-        (entry.path or "").endswith("/responses") or entry.extra.get("api") in ("chat", "messages")
+        (entry.path or "").split("?")[0].endswith("/responses")
+        or entry.extra.get("api") in ("chat", "messages")
     )
+
+
+def request_body(entry: Entry) -> Body | None:
+    """The body of a model request (`is_model_request`) in the Responses API's shape."""
+    body = entry.extra.get("body")
+    if not isinstance(body, dict):
+        return None
+    view = as_responses(body, entry.extra.get("api", "responses"))
+    return view if isinstance(view, dict) else None
 
 
 def model_requests(model: ModelService) -> list[Body]:
@@ -88,9 +100,9 @@ def model_requests(model: ModelService) -> list[Body]:
     body translated)."""
     bodies: list[Body] = []
     for entry in model.journal.entries(kind="http"):
-        body = entry.extra.get("body")
-        if _is_model_request(entry) and isinstance(body, dict):
-            bodies.append(as_responses(body, entry.extra.get("api", "responses")))
+        body = request_body(entry) if is_model_request(entry) else None
+        if body is not None:
+            bodies.append(body)
     return bodies
 
 
@@ -285,7 +297,7 @@ def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
     model answered it with: `{"call_id", "name", "arguments"}` each."""
     replies: list[list[dict[str, Any]]] = []
     for entry in model.journal.entries(kind="http"):
-        if _is_model_request(entry) and isinstance(entry.extra.get("body"), dict):
+        if is_model_request(entry) and isinstance(entry.extra.get("body"), dict):
             replies.append(list(entry.extra.get("reply_calls") or []))
     return replies
 

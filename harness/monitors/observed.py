@@ -21,6 +21,7 @@ from typing import Any
 
 from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Canary, Secrets
 from mcp_host_conformance.harness.cases.hostrun import Host
+from mcp_host_conformance.harness.cases.observe import is_model_request, request_body
 from mcp_host_conformance.harness.cases.timeline import Moment
 from mcp_host_conformance.harness.contract.adapter import HttpServer, ServerConfig, StdioServer
 from mcp_host_conformance.mocks.journal import Entry
@@ -243,21 +244,25 @@ class Observed:
 
     @cached_property
     def requests(self) -> list[ModelRequest]:
-        """The model requests (Responses bodies), in order, with the calls answered to each."""
+        """The model requests, in order, with the calls answered to each; each body in the
+        Responses API's shape whichever API the host spoke (`request_body`)."""
         if self.model is None:
             return []
         found: list[ModelRequest] = []
         for entry in self.model.journal.entries(kind="http"):
-            body = entry.extra.get("body")
-            if entry.http_method != "POST" or not isinstance(body, dict):
+            body = request_body(entry) if is_model_request(entry) else None
+            if body is None:
                 continue
-            if not (entry.path or "").split("?")[0].endswith(("/responses",)):
-                continue
-            functions = {str(f.get("name")): f for f, _ in offered_functions(body)}
+            # A function is known by its name within its namespace: three servers' `ping`,
+            # each in its own Responses `namespace` tool, are three functions.
+            functions = {
+                (str(f.get("name")), namespace): f for f, namespace in offered_functions(body)
+            }
             calls = []
             for call in entry.extra.get("reply_calls") or []:
                 name = str(call.get("name"))
-                served, tool = self.target(functions.get(name, {}))
+                namespace = call.get("namespace")
+                served, tool = self.target(functions.get((name, namespace), {}))
                 calls.append(
                     Called(
                         str(call.get("call_id")),

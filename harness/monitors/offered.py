@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,12 +40,12 @@ MESSAGE_LIMIT = MIB
 
 def _mcp_offers(
     observed: Observed, request: ModelRequest
-) -> list[tuple[dict[str, Any], Served, str]]:
+) -> list[tuple[dict[str, Any], Served, str, str | None]]:
     found = []
-    for function, _namespace in offered_functions(request.body):
+    for function, namespace in offered_functions(request.body):
         served, tool = observed.target(function)
         if served is not None and tool is not None:
-            found.append((function, served, tool))
+            found.append((function, served, tool, namespace))
     return found
 
 
@@ -62,19 +63,19 @@ def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
     reported: set[tuple[str, str]] = set()
     for request in observed.requests:
         offers = _mcp_offers(observed, request)
-        names = [str(f.get("name")) for f, _namespace in offered_functions(request.body)]
+        # Unique within its namespace: the model calls a namespaced function by both names.
+        names = Counter((str(f.get("name")), ns) for f, ns in offered_functions(request.body))
         plain_counts: dict[str, int] = {}
-        for _f, served, tool in offers:
+        for _f, served, tool, _ns in offers:
             server = _one_name(served)
             if server is not None:
                 plain = f"mcp_{server}_{tool}"
                 plain_counts[plain] = plain_counts.get(plain, 0) + 1
-        for function, served, tool in offers:
+        for function, served, tool, namespace in offers:
             name = str(function.get("name"))
             what = f"{served.label}/{tool}"
-            bad = (
-                NAME.fullmatch(name) is None or not name.startswith("mcp_") or names.count(name) > 1
-            )
+            twins = names[(name, namespace)]
+            bad = NAME.fullmatch(name) is None or not name.startswith("mcp_") or twins > 1
             if bad and ("EXP-2", what) not in reported:
                 reported.add(("EXP-2", what))
                 yield self.finding(
@@ -82,17 +83,15 @@ def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
                     "every offered name matches ^[A-Za-z0-9_-]{1,64}$, starts with mcp_ and is "
                     "unique in the request",
                     f"{what} offered as {name!r} in model request {request.index + 1}"
-                    + (
-                        f" ({names.count(name)} functions of that name)"
-                        if names.count(name) > 1
-                        else ""
-                    ),
+                    + (f" ({twins} functions of that name)" if twins > 1 else ""),
                 )
             server = _one_name(served)
             if server is None:
                 continue
             plain = f"mcp_{server}_{tool}"
-            unique = plain_counts.get(plain) == 1 and plain not in [n for n in names if n != name]
+            unique = plain_counts.get(plain) == 1 and plain not in {
+                n for n, _ns in names if n != name
+            }
             if NAME.fullmatch(plain) and unique and name != plain:
                 if ("EXP-1", what) not in reported:
                     reported.add(("EXP-1", what))
@@ -112,7 +111,7 @@ def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
 def parameters_as_served(self: Monitor, observed: Observed) -> Iterator[Finding]:
     reported: set[str] = set()
     for request in observed.requests:
-        for function, served, tool in _mcp_offers(observed, request):
+        for function, served, tool, _ns in _mcp_offers(observed, request):
             what = f"{served.label}/{tool}"
             if what in reported:
                 continue
@@ -149,7 +148,7 @@ def parameters_as_served(self: Monitor, observed: Observed) -> Iterator[Finding]
 def labelled_descriptions(self: Monitor, observed: Observed) -> Iterator[Finding]:
     reported: set[str] = set()
     for request in observed.requests:
-        for function, served, tool in _mcp_offers(observed, request):
+        for function, served, tool, _ns in _mcp_offers(observed, request):
             server = _one_name(served)
             what = f"{served.label}/{tool}"
             if server is None or what in reported:
@@ -225,7 +224,7 @@ def over_limit_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
             {
                 tool
                 for r in observed.requests
-                for _f, s, tool in _mcp_offers(observed, r)
+                for _f, s, tool, _ns in _mcp_offers(observed, r)
                 if s is served
             }
         )
@@ -254,7 +253,7 @@ def offers_fixed_per_session(self: Monitor, observed: Observed) -> Iterator[Find
         offers = []
         for request in observed.requests:
             if any(w.began <= request.time <= w.ended for w in windows):
-                tools = {(id(s), t) for _f, s, t in _mcp_offers(observed, request)}
+                tools = {(id(s), t) for _f, s, t, _ns in _mcp_offers(observed, request)}
                 offers.append((request, tools))
         for (first, tools), (later, changed) in zip(offers, offers[1:], strict=False):
             if changed != tools:
@@ -329,7 +328,7 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
             missing = [
                 r
                 for r in requests
-                if not any(s is served for _f, s, _t in _mcp_offers(observed, r))
+                if not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
             ]
             if missing:
                 yield self.finding(

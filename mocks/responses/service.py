@@ -142,6 +142,13 @@ class ResponsesService:
             stored = dict(self._stored_calls)
         problem = face.check(body, headers, stored)
         if problem:
+            # What the real service would have refused, on the request's own entry: a case
+            # tells a host the service refuses from a host the case caught.
+            extra["refused"] = {
+                "status": problem.status,
+                "param": problem.param,
+                "message": problem.message[:1000],
+            }
             return face.error(problem)
         plan = self._next_plan(as_responses(body, face.api))
         if plan.problems:
