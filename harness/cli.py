@@ -287,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
         help="write an expected-failures file from a JSON report",
         description="Write an expected-failures baseline (for `run --expected-failures`) from "
         "a JSON report (`run --report-json`): the IDs of the cases that failed, warned or were "
-        "expected failures, sorted, one per line. Exit status 5 (one line) when the report "
+        "expected failures, then the requirement IDs a rule monitor saw broken, sorted, one "
+        "per line. Exit status 5 (one line) when the report "
         "cannot be read or the baseline cannot be written.",
     )
     baseline.add_argument("report", metavar="REPORT.json", help="a report written by --report-json")

@@ -145,29 +145,39 @@ def audit(
 
 
 def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = False) -> str:
-    """A baseline file's text from a JSON report: the case IDs that failed, warned or were
-    expected failures (or, with `requirements`, the requirement IDs whose outcome was one of
-    those), sorted, under a comment naming the client."""
+    """A baseline file's text from a JSON report, under a comment naming the client: the IDs
+    of the cases that failed, warned or were expected failures, then the requirement IDs
+    the rule monitors saw broken (a monitor judges a rule wherever it watches, so its
+    finding excuses that rule, never everything its case checks); a case whose broken rules
+    are all among those is not listed again. With `requirements`: the requirement IDs whose
+    outcome was one of those. Sorted."""
     failing = {FAILED, WARNING, EXPECTED_FAILURE}
+    cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping)]
     if requirements:
         entries = sorted(
             rid
             for rid, entry in (report.get("requirements") or {}).items()
             if isinstance(entry, Mapping) and entry.get("outcome") in failing
         )
+        watched: list[str] = []
     else:
+        watched = sorted(
+            {
+                str(f.get("rule"))
+                for case in cases
+                for f in case.get("monitors") or []
+                if isinstance(f, Mapping) and f.get("outcome") in failing
+            }
+        )
         entries = sorted(
             {
                 str(case.get("id"))
-                for case in report.get("cases") or []
-                if isinstance(case, Mapping)
-                and (
-                    case.get("outcome") in failing
-                    # a case in which a rule monitor saw another rule broken
-                    or any(
-                        isinstance(f, Mapping) and f.get("outcome") in failing
-                        for f in case.get("monitors") or []
-                    )
+                for case in cases
+                if case.get("outcome") in failing
+                and not (
+                    isinstance(case.get("failed_requirements"), list)
+                    and case["failed_requirements"]
+                    and set(map(str, case["failed_requirements"])) <= set(watched)
                 )
             }
         )
@@ -181,4 +191,6 @@ def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = Fals
         f"# Expected failures of {who}: known gaps, one ID per line.",
         "# A listed ID that passes again fails the run as stale: then delete its line.",
     ]
+    if watched:
+        entries += ["# Rules a monitor saw broken (any case may fail them):", *watched]
     return "\n".join([*header, *entries]) + "\n"

@@ -384,6 +384,29 @@ REPORT = {
     ],
 }
 
+# a rule monitor's findings: its rule is listed, never its case (which checks others)
+WATCHED = {
+    **REPORT,
+    "cases": [
+        *REPORT["cases"],
+        {
+            "id": "test_stdio::test_f",
+            "outcome": "passed",
+            "monitors": [
+                {"rule": "STDIO-2", "outcome": "failed"},
+                {"rule": "CFG-3", "outcome": "expected_failure"},
+                {"rule": "RES-9", "outcome": "passed"},
+            ],
+        },
+        {
+            "id": "test_stdio::test_g",
+            "outcome": "expected_failure",
+            "failed_requirements": ["STDIO-2"],
+            "monitors": [{"rule": "STDIO-2", "outcome": "expected_failure"}],
+        },
+    ],
+}
+
 
 def test_baseline_from_a_report_lists_what_failed_sorted(tmp_path, capsys):
     report = tmp_path / "report.json"
@@ -396,6 +419,21 @@ def test_baseline_from_a_report_lists_what_failed_sorted(tmp_path, capsys):
     assert cli.main(["baseline", str(report), "--requirements"]) == 0
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if not line.startswith("#")] == ["APR-2", "RES-9"]
+
+
+def test_rules_a_monitor_saw_broken_are_listed_as_rules(tmp_path):
+    from mcp_host_conformance.harness.verdicts.baseline import load_baseline
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(WATCHED))
+    assert cli.main(["baseline", str(report), "-o", str(tmp_path / "known.txt")]) == 0
+    assert list(load_baseline(tmp_path / "known.txt").entries) == [
+        "test_approval::test_a",
+        "test_approval::test_b",
+        "test_results::test_c",
+        "CFG-3",
+        "STDIO-2",
+    ]
 
 
 def test_a_baseline_written_by_the_command_is_read_back(tmp_path):
