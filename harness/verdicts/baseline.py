@@ -144,6 +144,11 @@ def audit(
     return stale, unknown
 
 
+def _broken(case: Mapping[str, Any]) -> set[str]:
+    found = case.get("failed_requirements")
+    return {str(r) for r in found} if isinstance(found, list) else set()
+
+
 def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = False) -> str:
     """A baseline file's text from a JSON report, under a comment naming the client: the IDs
     of the cases that failed, warned or were expected failures, then the requirement IDs
@@ -169,18 +174,18 @@ def baseline_from_report(report: Mapping[str, Any], *, requirements: bool = Fals
                 if isinstance(f, Mapping) and f.get("outcome") in failing
             }
         )
-        entries = sorted(
-            {
-                str(case.get("id"))
-                for case in cases
-                if case.get("outcome") in failing
-                and not (
-                    isinstance(case.get("failed_requirements"), list)
-                    and case["failed_requirements"]
-                    and set(map(str, case["failed_requirements"])) <= set(watched)
-                )
-            }
-        )
+        listed = {
+            str(case.get("id")): _broken(case)
+            for case in cases
+            if case.get("outcome") in failing
+            and not (_broken(case) and _broken(case) <= set(watched))
+        }
+        width = max((len(c) for c in listed), default=0)
+        # each case line names the rules it broke, as a comment the reader ignores
+        entries = [
+            f"{c:<{width}}  # {' '.join(sorted(listed[c]))}" if listed[c] else c
+            for c in sorted(listed)
+        ]
     client = report.get("client") if isinstance(report.get("client"), Mapping) else None
     # the client's own words, kept on the comment's line: a line break in its name would
     # start a line the file's reader takes for an ID

@@ -398,6 +398,7 @@ WATCHED = {
                 {"rule": "RES-9", "outcome": "passed"},
             ],
         },
+        {"id": "test_stdio::test_h", "outcome": "failed", "failed_requirements": ["STDIO-6"]},
         {
             "id": "test_stdio::test_g",
             "outcome": "expected_failure",
@@ -414,7 +415,7 @@ def test_baseline_from_a_report_lists_what_failed_sorted(tmp_path, capsys):
     assert cli.main(["baseline", str(report), "-o", str(tmp_path / "known.txt")]) == 0
     lines = (tmp_path / "known.txt").read_text().splitlines()
     assert lines[0].startswith("# Expected failures of my-host 1.2")
-    entries = [line for line in lines if not line.startswith("#")]
+    entries = [line.split("#")[0].strip() for line in lines if not line.startswith("#")]
     assert entries == ["test_approval::test_a", "test_approval::test_b", "test_results::test_c"]
     assert cli.main(["baseline", str(report), "--requirements"]) == 0
     out = capsys.readouterr().out
@@ -431,9 +432,11 @@ def test_rules_a_monitor_saw_broken_are_listed_as_rules(tmp_path):
         "test_approval::test_a",
         "test_approval::test_b",
         "test_results::test_c",
+        "test_stdio::test_h",
         "CFG-3",
         "STDIO-2",
     ]
+    assert "test_stdio::test_h  # STDIO-6" in (tmp_path / "known.txt").read_text()
 
 
 def test_a_baseline_written_by_the_command_is_read_back(tmp_path):
