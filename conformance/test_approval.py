@@ -361,6 +361,20 @@ def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
     for call, answer in later:
         model.script([call, Step.text("ok")])
         confirmed_later += len(running.ask("look again", approve=answer).confirmations)
+    # Within one turn too: the second call of a read-only tool just approved is asked again
+    # (both approved, so a host that ends its turn on a refusal reaches both).
+    model.script(
+        [
+            Step.calls(
+                [
+                    Step.call(server="docs", tool="look", arguments={"n": 3}),
+                    Step.call(server="docs", tool="look", arguments={"n": 4}),
+                ]
+            ),
+            Step.text("ok"),
+        ]
+    )
+    in_one_turn = len(running.ask("look twice", approve=["y", "y"]).confirmations)
 
     check(
         not unconfirmed,
@@ -376,15 +390,21 @@ def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
         ),
         actual=f"{confirmed_later} confirmation(s)",
     )
+    check(
+        in_one_turn == 2,
+        ids="APR-3",
+        expected="a confirmation for each of two calls of a read-only tool in one turn",
+        actual=f"{in_one_turn} confirmation(s)",
+    )
     sent = sorted(
         f"{server}/{e.params.get('name')} n={(e.params.get('arguments') or {}).get('n')}"
         for server, mock in (("docs", docs), ("notes", notes))
         for e in mock.journal.entries("tools/call")
     )
     check(
-        sent == ["docs/look n=1", "notes/read n=1"],
+        sent == ["docs/look n=1", "docs/look n=3", "docs/look n=4", "notes/read n=1"],
         ids="APR-3",
-        expected="only the two approved calls sent",
+        expected="only the four approved calls sent",
         actual=f"sent {sent}",
     )
 

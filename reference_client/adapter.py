@@ -253,9 +253,8 @@ class ReferenceSession:
             if self._stopped is not None:
                 raise AdapterError("the session is stopped")
             self.ui.approver, self.ui.acknowledger = approve, acknowledge
-            bound = 60 + 20 * (self.options.call_timeout + 5)
             try:
-                report: TurnReport = self._loop.run(self.engine.ask(question), bound)
+                report: TurnReport = self._loop.run(self.engine.ask(question), self._bound())
             finally:
                 self.ui.approver = self.ui.acknowledger = None
             return Turn(
@@ -272,6 +271,12 @@ class ReferenceSession:
     def cancel(self) -> None:
         self.engine.cancel()
 
+    def _bound(self) -> float:
+        # A guard against a hang, never a verdict: it grows with the run's timeout scale
+        # (through the scaled call timeout), since a traced run on a loaded machine reviews
+        # 128 tools in more than a fixed minute.
+        return 60 + 20 * (self.options.call_timeout + 5)
+
     def review_tools(self, approve: ToolApprover) -> ToolReview:
         """The tool review of profile pinning (chat's /review): every waiting tool shown,
         one answer each."""
@@ -280,7 +285,7 @@ class ReferenceSession:
                 raise AdapterError("the session is stopped")
             self.ui.reviewer = approve
             try:
-                shown = self._loop.run(self.engine.review(self.ui.review_tool), 60.0)
+                shown = self._loop.run(self.engine.review(self.ui.review_tool), self._bound())
             finally:
                 self.ui.reviewer = None
             return ToolReview(

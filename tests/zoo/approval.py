@@ -188,9 +188,9 @@ CLIENTS = [
         "approves-rest-of-turn",
         "After the first approved call of a turn, the turn's later calls are not confirmed.",
         # APR-3, APR-4 and CRED-3: their cases need a confirmation for each of several calls
-        # in one turn (APR-3's second read-only call, answered no, is sent unasked)
-        # APR-2: a later call answered no is sent all the same (the monitor refusal-sends-nothing)
-        {"APR-1", "APR-2", "APR-3", "APR-4", "CRED-3"},
+        # in one turn (APR-3's second call of a read-only tool just approved is sent unasked);
+        # a refusal it still honours: it asks the turn's first call (APR-2 holds)
+        {"APR-1", "APR-3", "APR-4", "CRED-3"},
         (_yes_for_the_turn,),
         target="APR-1",
     ),
