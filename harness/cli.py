@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 SUITE_PACKAGE = "mcp_host_conformance.conformance"
+EXPLORE_DEFAULT = 40  # scenarios `explore` runs without --scenarios or --budget
+SHRINK_DEFAULT = 60  # runs `explore` may spend shrinking, in all
 DEFAULT_CLIENT = "reference"
 NETWORK_AUTO = "auto"
 # The pytest plugins a run loads, and no others: an environment's other plugins (a host
@@ -196,19 +198,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_statuses_help(),
         formatter_class=_Formatter,
     )
-    who = run.add_mutually_exclusive_group()
-    who.add_argument(
-        "--client",
-        metavar="NAME|module:attr",
-        help="a Python adapter: an entry-point name (group mcp_host_conformance.adapters) or "
-        f"module:attr (default: $MCP_HOST_CONFORMANCE_CLIENT or {DEFAULT_CLIENT!r})",
-    )
-    who.add_argument(
-        "--client-cmd",
-        metavar="COMMAND",
-        help="a driver command speaking the driver protocol (docs/driver-protocol.md), "
-        "for a host in any language",
-    )
+    _client_options(run)
     run.add_argument("--report-json", metavar="PATH", help="write the JSON report to PATH")
     run.add_argument(
         "--report-html",
@@ -225,13 +215,6 @@ def _parser() -> argparse.ArgumentParser:
         "--run-slow",
         action="store_true",
         help="also run the cases that wait for real default timeouts",
-    )
-    run.add_argument(
-        "--timeout-scale",
-        type=_scale,
-        metavar="FACTOR",
-        help="multiply every timeout and bound of the suite (a driver's included) by FACTOR, "
-        "for a slow or loaded machine, e.g. 3; default $MCP_HOST_CONFORMANCE_TIMEOUT_SCALE or 1",
     )
     pace = run.add_mutually_exclusive_group()
     pace.add_argument(
@@ -254,13 +237,49 @@ def _parser() -> argparse.ArgumentParser:
         "instances at once (docs/adapter.md, Concurrency)",
     )
 
-    run.add_argument(
-        "--network",
-        choices=(NETWORK_AUTO, ISOLATED, HOST),
-        default=NETWORK_AUTO,
-        help="seal the run (the host, its driver and children too) in a private network "
-        "namespace with only loopback and the suite's own addresses: 'auto' (default) when the "
-        "machine allows it, 'isolated' or fail (exit 3), 'host' never; docs/network.md",
+    explore = commands.add_parser(
+        "explore",
+        help="drive a client through generated scenarios and shrink what breaks a rule",
+        description="Run the scenario explorer (docs/explorer.md) against a client: "
+        "generated sessions over the dimension catalogue, every rule monitor checked after "
+        "every step; each rule a monitor sees broken is shrunk to the shortest scenario that "
+        "still shows it and written to a file, which `--replay FILE` runs again with the same "
+        "verdict. The budget is a number of scenarios (--scenarios; the same scenarios for "
+        "the same --seed) or a time (--budget, e.g. 5m). Arguments after `--` go to pytest.",
+        epilog=_statuses_help(),
+        formatter_class=_Formatter,
+    )
+    _client_options(explore)
+    budget = explore.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--scenarios", type=_positive, metavar="N", help="run N scenarios (default 40)"
+    )
+    budget.add_argument(
+        "--budget",
+        type=_duration,
+        metavar="TIME",
+        help="run scenarios for TIME: seconds, or a number with s, m or h (e.g. 5m)",
+    )
+    explore.add_argument(
+        "--seed", type=int, default=1, metavar="N", help="the seed of the scenarios (default 1)"
+    )
+    explore.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="run the scenario in FILE (written by an earlier exploration) instead",
+    )
+    explore.add_argument(
+        "--out",
+        metavar="DIR",
+        default="mcphc-scenarios",
+        help="where each violation's shortest scenario is written (default: mcphc-scenarios; "
+        "made only when one is found)",
+    )
+    explore.add_argument("--report-json", metavar="PATH", help="write the JSON report to PATH")
+    explore.add_argument(
+        "--expected-failures",
+        metavar="PATH",
+        help="baseline: a file of requirement or case IDs expected to fail (one per line)",
     )
 
     sealed = commands.add_parser(
@@ -314,6 +333,81 @@ class Refused(Exception):
         super().__init__(line)
         self.status = status
         self.line = line
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say which client, how slow a machine, and which network: the same
+    for every command that runs a client."""
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument(
+        "--client",
+        metavar="NAME|module:attr",
+        help="a Python adapter: an entry-point name (group mcp_host_conformance.adapters) or "
+        f"module:attr (default: $MCP_HOST_CONFORMANCE_CLIENT or {DEFAULT_CLIENT!r})",
+    )
+    who.add_argument(
+        "--client-cmd",
+        metavar="COMMAND",
+        help="a driver command speaking the driver protocol (docs/driver-protocol.md), "
+        "for a host in any language",
+    )
+    parser.add_argument(
+        "--timeout-scale",
+        type=_scale,
+        metavar="FACTOR",
+        help="multiply every timeout and bound of the suite (a driver's included) by FACTOR, "
+        "for a slow or loaded machine, e.g. 3; default $MCP_HOST_CONFORMANCE_TIMEOUT_SCALE or 1",
+    )
+    parser.add_argument(
+        "--network",
+        choices=(NETWORK_AUTO, ISOLATED, HOST),
+        default=NETWORK_AUTO,
+        help="seal the run (the host, its driver and children too) in a private network "
+        "namespace with only loopback and the suite's own addresses: 'auto' (default) when the "
+        "machine allows it, 'isolated' or fail (exit 3), 'host' never; docs/network.md",
+    )
+
+
+def _positive(text: str) -> int:
+    value = _workers(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _duration(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "s")
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (e.g. 90, 90s, 5m)") from None
+    if not 0 < value <= 7 * 24 * 3600:
+        raise argparse.ArgumentTypeError(f"not a time from 1 s to a week: {text!r}")
+    return value
+
+
+def build_explore_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
+    """The pytest arguments of `explore`: the explorer's case alone, in this process."""
+    args = [*plugin_args(), "--pyargs", f"{SUITE_PACKAGE}.test_explorer"]
+    for flag, value in (
+        ("--client", options.client),
+        ("--client-cmd", options.client_cmd),
+        ("--report-json", options.report_json),
+        ("--expected-failures", options.expected_failures),
+        ("--explore-replay", options.replay),
+        ("--explore-dir", options.out),
+    ):
+        if value is not None:
+            args += [flag, value]
+    if options.budget is not None:
+        args += ["--explore-seconds", f"{options.budget:g}"]
+    else:
+        args += ["--explore-scenarios", str(options.scenarios or EXPLORE_DEFAULT)]
+    args += ["--explore-seed", str(options.seed), "--explore-shrink", str(SHRINK_DEFAULT)]
+    if options.timeout_scale is not None:
+        args += ["--timeout-scale", f"{options.timeout_scale:g}"]
+    return args + list(extra)
 
 
 def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
@@ -402,23 +496,37 @@ class _RunConfig:
 
 
 def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
+    return _pytest_run(options, build_run_args(options, extra), sealing, "run")
+
+
+def _explore(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
+    if options.replay is not None and not Path(options.replay).is_file():
+        sys.stderr.write(
+            f"mcp-host-conformance explore: error: no scenario file {inline(options.replay)}\n"
+        )
+        return Status.USAGE_ERROR
+    return _pytest_run(options, build_explore_args(options, extra), sealing, "explore")
+
+
+def _pytest_run(options: argparse.Namespace, args: list[str], sealing: bool, name: str) -> int:
     try:
         choose_client(options.client, options.client_cmd)
     except ClientChoiceError as exc:
-        sys.stderr.write(f"mcp-host-conformance run: error: {exc}\n")
+        sys.stderr.write(f"mcp-host-conformance {name}: error: {exc}\n")
         return Status.USAGE_ERROR
     if sealing:
         refused = _seal_run(options.network)
         if refused is not None:
             return refused
     run = _RunConfig()
-    pytest_status = int(pytest.main(build_run_args(options, extra), plugins=[run]))
+    pytest_status = int(pytest.main(args, plugins=[run]))
     status = run_status(
         pytest_status, client_failed=run.config is not None and client_unusable(run.config)
     )
     if pytest_status == pytest.ExitCode.NO_TESTS_COLLECTED:
         sys.stderr.write(
-            "mcp-host-conformance run: error: no case was selected (see the options after `--`)\n"
+            f"mcp-host-conformance {name}: error: no case was selected (see the options after "
+            "`--`)\n"
         )
     return status
 
@@ -579,6 +687,8 @@ def main(argv: Sequence[str] | None = None, *, sealing: bool | None = None) -> i
 def _command(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
     if options.command == "run":
         return _run(options, extra, sealing)
+    if options.command == "explore":
+        return _explore(options, extra, sealing)
     if options.command == "sealed":
         return _sealed(options, extra)
     if options.command == "baseline":

@@ -46,6 +46,7 @@ ROOMS = (
     "reports",
     "oauth",
     "plugin",
+    "explorer",
 )
 TOP = len(ROOMS)
 

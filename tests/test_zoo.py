@@ -463,6 +463,9 @@ def run_suite(
         "--pyargs", *_modules(cases), "--client", name, "--strict",
         "-p", "no:cacheprovider", "-q", "--report-json", str(report),
         "--timeout-scale", TIMEOUT_SCALE,
+        # the explorer is measured on the zoo on its own (tests/test_explorer_zoo.py): here
+        # each client must fail exactly its cases' rules
+        "--explore-scenarios", "0",
     ]  # fmt: skip
     if trace:
         argv += ["-p", "pytest_cov.plugin", *zoo_impact.COVERAGE_ARGS]

@@ -206,6 +206,15 @@ def _call_outputs(body: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _paired_outputs(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    items = body.get("input")
+    return [
+        (str(i.get("call_id")), i.get("output"))
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+
+
 def _outputs(body: dict[str, Any]) -> Counter[str]:
     items = body.get("input")
     return Counter(
@@ -274,21 +283,31 @@ def _uncertain(served: Served) -> bool:
 )
 def acknowledged_before_next(self: Monitor, observed: Observed) -> Iterator[Finding]:
     asks = observed.of("ask")
-    # Only where the host itself told the model the outcome is unknown: a host that called it
-    # failed broke RES-6/7/8 (their cases), and had no reason to ask for an acknowledgement.
-    unknown_requests = [
-        r.time
-        for r in observed.requests
-        if any(stated_status(o) == "unknown" for o in _call_outputs(r.body))
-    ]
     uncertain = [e.time for s, e in observed.tool_calls() if _uncertain(s)]
     for ask in asks:
         if not any(ask.began <= t <= ask.ended for t in uncertain):
             continue
-        if not any(ask.began <= t <= ask.ended for t in unknown_requests):
-            continue
         following = next((a for a in asks if a.run == ask.run and a.began > ask.ended), None)
         if following is None:
+            continue
+        # Only where the host itself told the model the outcome of a call made in this very
+        # question is unknown (a request replays the conversation: an unknown of an earlier
+        # question is no news): a host that called it failed broke RES-6/7/8 (their
+        # cases), and had no reason to ask for an acknowledgement.
+        made = {
+            c.call_id
+            for r in observed.requests
+            if ask.began <= r.time <= ask.ended
+            for c in r.calls
+        }
+        told_unknown = any(
+            stated_status(output) == "unknown"
+            for r in observed.requests
+            if ask.began <= r.time <= following.ended
+            for call_id, output in _paired_outputs(r.body)
+            if call_id in made
+        )
+        if not told_unknown:
             continue
         sent = [r for r in observed.requests if following.began <= r.time <= following.ended]
         accepted = [

@@ -46,15 +46,22 @@ class Served:
     def label(self) -> str:
         return self.names[0] if self.names else f"(unconfigured {self.mock.spec.name})"
 
-    def tools(self) -> list[Tool]:
-        """Every definition it served: its spec's, what the spec changes to, and what a case
-        switched it to (`change_tools`)."""
+    @cached_property
+    def _tools(self) -> list[Tool]:
         spec = self.mock.spec
         found = [*spec.tools, *spec.misbehaviour.changed_tools]
+        known = {id(t) for t in found}
         for tool in getattr(self.mock, "tools", None) or []:
-            if not any(tool is t or tool == t for t in found):
+            # by identity first: comparing definitions field by field is the slow path
+            if id(tool) not in known and tool not in found:
                 found.append(tool)
+                known.add(id(tool))
         return found
+
+    def tools(self) -> list[Tool]:
+        """Every definition it served: its spec's, what the spec changes to, and what a case
+        switched it to (`change_tools`); read once per record."""
+        return self._tools
 
     @cached_property
     def entries(self) -> list[Entry]:

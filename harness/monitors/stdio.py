@@ -11,6 +11,8 @@ waiting a bounded grace for the exit (there is no event for another process's ex
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from collections.abc import Iterator
 
 from mcp_host_conformance.harness.cases.observe import wait_until
@@ -58,6 +60,31 @@ def argv_verbatim(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 break
 
 
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "")
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_locales() -> frozenset[str] | None:
+    try:
+        done = subprocess.run(
+            ["locale", "-a"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(_normal(n) for n in done.stdout.split())
+
+
+def _c_locale(lang: str | None) -> bool:
+    """Whether a Python stdio server started with LANG=`lang` (and no LC_ALL) runs in the C
+    locale, where the interpreter itself sets LC_CTYPE (PEP 538's coercion) before the mock
+    can record its environment: no LANG, C or POSIX, or a locale this machine lacks."""
+    if lang in (None, "", "C", "POSIX"):
+        return True
+    installed = _installed_locales()
+    return installed is None or _normal(str(lang)) not in installed
+
+
 @monitor(
     "environment-clean",
     "STDIO-2",
@@ -68,7 +95,7 @@ def environment_clean(self: Monitor, observed: Observed) -> Iterator[Finding]:
         configured = {key for c in _configs(observed, served) for key in c.env}
         for entry in served.mock.process_entries():
             env = dict(entry.env or {})
-            if env.get("LC_CTYPE") in COERCED_LC_CTYPE and env.get("LANG") in (None, "C", "POSIX"):
+            if env.get("LC_CTYPE") in COERCED_LC_CTYPE and _c_locale(env.get("LANG")):
                 env.pop("LC_CTYPE")
             extra = sorted(set(env) - ALLOWED_ENV - configured)
             if extra:

@@ -65,6 +65,9 @@ from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, rep
 from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 GROUP: Final = "mcp-host-conformance"
+EXPLORE_SCENARIOS: Final = 6  # the small budget every run explores
+EXPLORE_SEED: Final = 1
+EXPLORE_SHRINK: Final = 12
 REPORTING: Final = "mcp-host-conformance-reporting"
 SUITE_PACKAGE: Final = "mcp_host_conformance.conformance"
 
@@ -80,6 +83,10 @@ MARKERS: Final = {
     "slow": "slow: the case waits for a real default timeout; runs only with --run-slow",
     "needs_cancel": (
         "needs_cancel: the case cancels a call; not applicable unless describe().can_cancel"
+    ),
+    "explorer": (
+        "explorer: the scenario explorer's case: it names no rule of its own; what the rule "
+        "monitors see in its generated sessions fails their rules"
     ),
 }
 
@@ -132,6 +139,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="do not run the rule monitors after each case (each rule is then checked by its "
         "own cases only)",
+    )
+    group.addoption(
+        "--explore-scenarios",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the explorer case runs N generated scenarios (default {EXPLORE_SCENARIOS}; "
+        "0 skips it)",
+    )
+    group.addoption(
+        "--explore-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the explorer case runs scenarios for S seconds instead of a number of them",
+    )
+    group.addoption(
+        "--explore-seed",
+        type=int,
+        default=EXPLORE_SEED,
+        metavar="N",
+        help=f"the explorer's seed (default {EXPLORE_SEED}: every run explores the same)",
+    )
+    group.addoption(
+        "--explore-shrink",
+        type=int,
+        default=EXPLORE_SHRINK,
+        metavar="N",
+        help="the explorer spends at most N runs in all shrinking what it found "
+        f"(default {EXPLORE_SHRINK})",
+    )
+    group.addoption(
+        "--explore-replay",
+        metavar="FILE",
+        default=None,
+        help="the explorer case replays this scenario file instead of exploring",
+    )
+    group.addoption(
+        "--explore-dir",
+        metavar="DIR",
+        default=None,
+        help="where the explorer writes the shortest scenario of each violation "
+        "(default: mcphc-scenarios in the current directory, made only when one is found)",
     )
     group.addoption(
         "--timeout-scale",
@@ -239,6 +289,13 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         if not is_case(item):
             raise
         own = pytest.skip.Exception(f"{NOT_APPLICABLE_PREFIX}{exc}")
+    except MonitorFailure as exc:
+        if not is_case(item):
+            raise
+        # a case that judges through the monitors itself (the explorer): its findings are
+        # the monitors', its own checks passed
+        item.stash[FINDINGS] = exc.findings
+        _monitors_fail(item, MonitorFailure(exc.findings))
     except BaseException as exc:
         own = exc
     findings = watch_case(item)
@@ -286,6 +343,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not is_case(item):
         return
     ids = requirement_ids(item)
+    if item.get_closest_marker("explorer") is not None:
+        if option(item.config, "no_monitors", False):
+            pytest.skip(f"{NOT_APPLICABLE_PREFIX}the explorer judges through the rule monitors")
+        return
     if not ids:
         pytest.fail(
             f"{item.nodeid}: a conformance case must name the requirements it checks "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcp_host_conformance.mocks.responses.bodies import (
@@ -74,12 +74,15 @@ class Call:
     tool: str | None = None
     name: str | None = None
     arguments: Any = None  # dict (JSON-encoded), str (sent verbatim), None (built from schema)
+    # made by `name` even when no function of that name was offered: a model calling a
+    # function it invented (real models do), which the host must answer as an error
+    invented: bool = False
 
     def wanted(self) -> str:
         return self.name if self.name is not None else label(str(self.server), str(self.tool))
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k: v for k, v in self.__dict__.items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True)
@@ -116,14 +119,20 @@ class Step:
             elif isinstance(c, Call):
                 out.append(c)
             elif isinstance(c, dict):
+                made = _make_call(c.get("server"), c.get("tool"), c.get("name"), c.get("arguments"))
                 out.append(
-                    _make_call(c.get("server"), c.get("tool"), c.get("name"), c.get("arguments"))
+                    replace(made, invented=c.get("invented") is True and made.name is not None)
                 )
             else:
                 raise ValueError(f"Step.calls: cannot make a call of {type(c).__name__}")
         if not out:
             raise ValueError("Step.calls: needs at least one call")
         return cls(kind="calls", tool_calls=tuple(out), repeat=repeat)
+
+    @classmethod
+    def invented(cls, name: str, arguments: Any = None) -> Step:
+        """A call of function `name` whether or not the host offered one of that name."""
+        return cls(kind="calls", tool_calls=(Call(name=name, arguments=arguments, invented=True),))
 
     @classmethod
     def text(cls, text: str, repeat: bool = False) -> Step:
@@ -158,6 +167,10 @@ class Step:
         kind = data.get("type")
         repeat = bool(data.get("repeat", False))
         try:
+            if kind == "call" and data.get("invented") is True:
+                if not isinstance(data.get("name"), str):
+                    raise ValueError("an invented call needs its 'name'")
+                return cls.invented(data["name"], data.get("arguments"))
             if kind == "call":
                 return cls.call(
                     data.get("server"),
@@ -267,6 +280,9 @@ def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
     plan = Plan()
     for call in step.tool_calls:
         found = find_tool(call, body, bindings)
+        if found is None and call.invented and call.name is not None:
+            plan.calls.append((call.name, encode_arguments(call.arguments, {}), None))
+            continue
         if found is None:
             plan.problems.append(not_offered(call, body))
             continue

@@ -1,0 +1,113 @@
+"""The scenario explorer as a case of every run: a few generated sessions from a fixed seed,
+checked by every rule monitor after every step (docs/explorer.md).
+
+It names no rule of its own: what a monitor sees broken in its sessions fails that rule,
+naming this case, the monitor and the shortest scenario that shows it (written to a file
+that `mcp-host-conformance explore --replay FILE` runs again). Its figures say how many
+scenarios ran, how long they took and which values of the catalogue they visited.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS
+from mcp_host_conformance.harness.explorer.explore import Budget, explore, replay
+from mcp_host_conformance.harness.explorer.scenario import ScenarioError, load
+from mcp_host_conformance.harness.explorer.world import World
+from mcp_host_conformance.harness.plugin.hooks import EXPLORE_SCENARIOS
+from mcp_host_conformance.harness.run.client_under_test import timeout_scale
+from mcp_host_conformance.harness.verdicts.outcomes import Finding, MonitorFailure
+from mcp_host_conformance.harness.verdicts.safe_text import inline
+
+SCENARIOS_DIR = "mcphc-scenarios"
+
+
+def _world(pytestconfig, adapter, description, timeouts, lures, second) -> World:
+    from mcp_host_conformance.harness.run import fresh_process
+
+    scale = timeout_scale(pytestconfig)
+    return World(
+        adapter,
+        description,
+        timeouts,
+        lures,
+        restarted=lambda: fresh_process.shared(pytestconfig, second),
+        grace=max(1.0, 3 * timeouts.grace),
+        scale=scale,
+    )
+
+
+def _replay(world: World, path: str) -> list[Finding]:
+    try:
+        scenario, about = load(Path(path).read_bytes())
+    except OSError as exc:
+        pytest.fail(f"cannot read the scenario file {inline(path)}: {exc.strerror}", False)
+    except ScenarioError as exc:
+        pytest.fail(f"{inline(path)}: {exc}", False)
+    outcome = replay(world, scenario)
+    return [
+        Finding(
+            v.finding.rule,
+            v.finding.monitor,
+            v.finding.expected,
+            f"{v.finding.actual} (replaying {inline(path)}, after step {v.step + 1})",
+        )
+        for v in outcome.violations
+    ]
+
+
+@pytest.mark.explorer
+def test_generated_sessions(
+    pytestconfig, adapter, description, timeouts, _lures, _second_process, record_property
+):
+    world = _world(pytestconfig, adapter, description, timeouts, _lures, _second_process)
+    replaying = pytestconfig.getoption("explore_replay")
+    if replaying:
+        findings = _replay(world, replaying)
+        if findings:
+            raise MonitorFailure(findings)
+        return
+    seconds = pytestconfig.getoption("explore_seconds")
+    scenarios = pytestconfig.getoption("explore_scenarios")
+    if seconds is None and scenarios is None:
+        scenarios = EXPLORE_SCENARIOS
+    if scenarios == 0:
+        pytest.skip("the explorer's budget is 0 scenarios (--explore-scenarios 0)")
+    seed = pytestconfig.getoption("explore_seed")
+    out = Path(pytestconfig.getoption("explore_dir") or SCENARIOS_DIR)
+    result = explore(
+        world,
+        seed,
+        Budget(
+            scenarios=scenarios,
+            seconds=seconds,
+            shrink_runs=pytestconfig.getoption("explore_shrink"),
+        ),
+        out_dir=out,
+        about={"client": f"{inline(description.name)} {inline(description.version)}"},
+    )
+    record_property("explorer: seed", seed)
+    record_property("explorer: scenarios", result.scenarios)
+    record_property("explorer: seconds", round(result.seconds, 1))
+    visited = sum(1 for d in DIMENSIONS for v in d.values if result.visits.count(d.name, v))
+    total = sum(len(d.values) for d in DIMENSIONS)
+    record_property("explorer: catalogue values visited", f"{visited} of {total}")
+    if result.errors:
+        record_property("explorer: steps the host could not take", dict(result.errors))
+    if result.found:
+        raise MonitorFailure(
+            [
+                Finding(
+                    f.finding.rule,
+                    f.finding.monitor,
+                    f.finding.expected,
+                    f"{f.finding.actual} (explorer: seed {seed}, scenario "
+                    f"{f.scenario_index + 1}; shortest, {len(f.shortest.steps)} step(s): "
+                    f"{f.path}; replay with mcp-host-conformance explore --replay {f.path})",
+                )
+                for f in result.found
+            ]
+        )

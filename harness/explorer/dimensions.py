@@ -1,0 +1,202 @@
+"""The catalogue of dimensions the explorer visits, and the count of each value's visits.
+
+Every dimension is a question a host could branch on (how many servers, over what, how
+their tools look, how a call ends, what the person answers, ...); every value is one
+answer the explorer can generate (`generate`) and a scenario then visits (`Scenario.visits`).
+docs/explorer.md is generated from this table (scripts/explorer_table.py) and a test
+checks that every value is reached within a small budget.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["DIMENSIONS", "Dimension", "Visits", "dimension"]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    about: str  # one line: what a host could branch on
+    values: tuple[str, ...]
+
+
+DIMENSIONS: tuple[Dimension, ...] = (
+    # -- servers and their configuration --
+    Dimension("servers", "how many servers are configured", ("1", "2", "3")),
+    Dimension("transport", "how a server is reached", ("http", "https", "stdio")),
+    Dimension(
+        "http-answers",
+        "how a Streamable HTTP server frames its answers",
+        ("sse", "json", "json-chunked", "sse-whole"),
+    ),
+    Dimension("credential", "the secret a server is configured with", ("none", "header", "env")),
+    Dimension(
+        "secret-shape",
+        "the characters of a secret",
+        ("plain", "url-and-json-special"),
+    ),
+    Dimension(
+        "server-name",
+        "the name a server is configured under",
+        ("plain", "mixed-case-digits", "dashes-underscores", "long"),
+    ),
+    Dimension(
+        "calls-itself",
+        "the name a server gives itself in initialize",
+        ("its-configured-name", "another-name", "another-server's-name"),
+    ),
+    # -- tool lists --
+    Dimension("tool-count", "how many tools a server lists", ("1", "several", "128", "129")),
+    Dimension(
+        "pages",
+        "over how many tools/list pages",
+        ("one", "several", "16", "17"),
+    ),
+    Dimension("description", "a tool's description", ("short", "8-kib", "empty")),
+    Dimension(
+        "schema",
+        "a tool's inputSchema",
+        ("default", "nested-with-ref", "15-kib", "17-kib", "not-an-object"),
+    ),
+    Dimension(
+        "tool-name",
+        "a tool's name",
+        ("plain", "shared-by-two-servers", "awkward", "65-characters", "an-exposed-name"),
+    ),
+    Dimension(
+        "annotations",
+        "a tool's annotations",
+        ("none", "read-only", "not-destructive", "idempotent", "all-hints"),
+    ),
+    Dimension(
+        "tools-change",
+        "whether a server's tools change during the session",
+        ("never", "after-the-first-call", "a-tool-disappears"),
+    ),
+    # -- how a call ends --
+    Dimension(
+        "reply",
+        "what a tool answers",
+        (
+            "text",
+            "echo",
+            "structured",
+            "structured-only",
+            "image",
+            "resource-link",
+            "tool-error",
+            "json-rpc-error",
+            "over-64-kib",
+            "echoes-its-secret",
+        ),
+    ),
+    Dimension(
+        "timing",
+        "when a call's answer comes",
+        ("at-once", "slow", "silent", "slow-with-progress"),
+    ),
+    Dimension(
+        "failure",
+        "what goes wrong at a server",
+        (
+            "none",
+            "http-500-at-call",
+            "http-404-at-call",
+            "reset-after-call",
+            "close-after-call",
+            "garbage-at-call",
+            "over-1-mib-at-call",
+            "over-1-mib-at-list",
+            "polled-call",
+            "refused-resume",
+            "stdio-exits-at-call",
+            "initialize-error",
+            "initialize-stalls",
+            "rejects-401",
+            "redirects",
+            "stderr-flood",
+            "exits-at-once",
+        ),
+    ),
+    # -- model turns --
+    Dimension(
+        "model-turn",
+        "what the model asks for in a turn",
+        (
+            "no-call",
+            "one-call",
+            "parallel-calls",
+            "calls-in-sequence",
+            "a-tool-never-offered",
+            "seventeen-calls",
+            "the-same-call-twice",
+        ),
+    ),
+    Dimension(
+        "arguments",
+        "the arguments of a call",
+        ("from-the-schema", "an-extra-field", "over-2-kib", "not-json"),
+    ),
+    # -- the person --
+    Dimension(
+        "answer",
+        "what the person answers at a confirmation",
+        (
+            "y",
+            "yes",
+            "Y",
+            "n",
+            "empty",
+            "spaces",
+            "yes please",
+            "ok",
+            "1",
+            "cyrillic-u",
+        ),
+    ),
+    Dimension(
+        "acknowledgement",
+        "what the person answers when asked to acknowledge an unknown outcome",
+        ("accept", "decline-then-accept"),
+    ),
+    Dimension(
+        "session",
+        "what happens to the session between turns",
+        (
+            "continues",
+            "restarted-and-resumed",
+            "restarted-fresh",
+            "server-removed-then-resumed",
+            "listed",
+        ),
+    ),
+    # -- the host's environment --
+    Dimension("umask", "the file-creation mask the host starts with", ("022", "077", "000")),
+    Dimension("locale", "the locale variables the host starts with", ("inherited", "C", "tr_TR")),
+)
+
+_BY_NAME = {d.name: d for d in DIMENSIONS}
+
+
+def dimension(name: str) -> Dimension:
+    return _BY_NAME[name]
+
+
+class Visits(Counter[tuple[str, str]]):
+    """How often each (dimension, value) was visited."""
+
+    def add(self, visited: Iterable[tuple[str, str]]) -> None:
+        # a scenario visits a value once however many times it holds it
+        self.update(set(visited))
+
+    def count(self, name: str, value: str) -> int:
+        return self[(name, value)]
+
+    def unvisited(self) -> list[tuple[str, str]]:
+        return [(d.name, v) for d in DIMENSIONS for v in d.values if not self[(d.name, v)]]
+
+    def table(self) -> list[tuple[str, list[tuple[str, int]]]]:
+        return [(d.name, [(v, self[(d.name, v)]) for v in d.values]) for d in DIMENSIONS]

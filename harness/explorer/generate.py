@@ -1,0 +1,252 @@
+"""Scenarios from a seed: each dimension's least-visited values first.
+
+Strategy: a value the explorer has not visited yet is worth more than another visit of a
+common one, so most choices (`STEER` of them) take one of the values visited least so far
+(this run's `Visits`, counting the scenario being made), the rest any value at random.
+Within a few dozen scenarios every value of the catalogue has been visited, in
+combinations no case lists; the same seed and the same code make the same scenarios.
+Choices that depend on each other (a credential by header needs HTTP, seventeen calls need
+tools to call) are made in an order that keeps every value reachable.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from mcp_host_conformance.harness.explorer.dimensions import Visits, dimension
+from mcp_host_conformance.harness.explorer.scenario import (
+    CallPlan,
+    Scenario,
+    ServerPlan,
+    StepPlan,
+    ToolPlan,
+)
+
+__all__ = ["STEER", "Generator"]
+
+STEER = 0.8
+HTTP_ONLY = {
+    "http-500-at-call",
+    "http-404-at-call",
+    "polled-call",
+    "refused-resume",
+    "rejects-401",
+    "redirects",
+}
+STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
+PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
+SERVER_NAMES = ("docs", "notes", "files", "tickets")
+
+
+class Generator:
+    def __init__(self, seed: int, visits: Visits | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.visits = visits if visits is not None else Visits()
+        self._pending = Visits()
+
+    def pick(self, name: str, allowed: Sequence[str] | None = None) -> str:
+        values = [v for v in dimension(name).values if allowed is None or v in allowed]
+        if self.rng.random() < STEER:
+            counts = {v: self.visits.count(name, v) + self._pending.count(name, v) for v in values}
+            least = min(counts.values())
+            values = [v for v in values if counts[v] == least]
+        value = self.rng.choice(values)
+        self._pending[(name, value)] += 1
+        return value
+
+    def scenario(self) -> Scenario:
+        self._pending = Visits()
+        count = int(self.pick("servers"))
+        names = self._server_names(count)
+        servers: list[ServerPlan] = []
+        for index, (name, kind) in enumerate(names):
+            servers.append(self._server(index, name, kind, [n for n, _ in names if n != name]))
+        servers = self._share_tools(servers)
+        steps = self._steps(servers)
+        return Scenario(
+            servers=tuple(servers),
+            steps=tuple(steps),
+            umask=self.pick("umask"),
+            locale=self.pick("locale"),
+        )
+
+    # ---- servers ------------------------------------------------------------------------
+
+    def _server_names(self, count: int) -> list[tuple[str, str]]:
+        found = []
+        for index in range(count):
+            kind = self.pick("server-name")
+            base = SERVER_NAMES[index]
+            name = {
+                "plain": base,
+                "mixed-case-digits": f"{base.capitalize()}{index + 2}",
+                "dashes-underscores": f"my-{base}_{index}",
+                "long": f"{base}-{'x' * 40}-{index}",
+            }[kind]
+            found.append((name, kind))
+        return found
+
+    def _server(self, index: int, name: str, kind: str, others: list[str]) -> ServerPlan:
+        transport = self.pick("transport")
+        if self.rng.random() < 0.4:
+            failure = "none"
+            self._pending[("failure", "none")] += 1
+        else:
+            excluded = STDIO_ONLY if transport != "stdio" else HTTP_ONLY
+            failure = self.pick(
+                "failure", [v for v in dimension("failure").values if v not in excluded]
+            )
+        credential = self.pick(
+            "credential", ("none", "env") if transport == "stdio" else ("none", "header")
+        )
+        calls_itself = self.pick(
+            "calls-itself",
+            None if others else ("its-configured-name", "another-name"),
+        )
+        tools = self._tools(index, others)
+        count_kind = self.pick("tool-count")
+        filler = {"1": 0, "several": 0, "128": 128 - len(tools), "129": 129 - len(tools)}[
+            count_kind
+        ]
+        if count_kind == "1":
+            tools = tools[:1]
+        elif count_kind == "several" and len(tools) == 1:
+            filler = self.rng.randint(1, 4)
+        total = len(tools) + filler
+        page_size, filler = self._pages(total, filler)
+        return ServerPlan(
+            name=name,
+            name_kind=kind,
+            transport=transport,
+            http_answers=self.pick("http-answers") if transport != "stdio" else "sse",
+            credential=credential,
+            secret_shape=self.pick("secret-shape") if credential != "none" else "plain",
+            calls_itself=calls_itself,
+            tools=tuple(tools),
+            filler=filler,
+            page_size=page_size,
+            timing=self.pick("timing"),
+            failure=failure,
+            tools_change=self.pick("tools-change"),
+        )
+
+    def _pages(self, total: int, filler: int) -> tuple[int | None, int]:
+        kind = self.pick("pages")
+        if kind == "one":
+            return None, filler
+        if kind == "several":
+            size = max(1, total // self.rng.randint(2, 5))
+            if -(-total // size) < 2:  # one tool: a page of it and an empty one is not two
+                filler += 1
+                size = 1
+            return size, filler
+        pages = int(kind)
+        size = max(1, total // pages)
+        while -(-(total) // size) > pages:
+            size += 1
+        while -(-(total) // size) < pages:
+            filler += 1
+            total += 1
+        return size, filler
+
+    def _tools(self, index: int, others: list[str]) -> list[ToolPlan]:
+        found: list[ToolPlan] = []
+        for n in range(self.rng.randint(1, 3)):
+            kind = self.pick(
+                "tool-name",
+                [v for v in dimension("tool-name").values if v != "shared-by-two-servers"],
+            )
+            plain = PLAIN_TOOLS[(index + n) % len(PLAIN_TOOLS)]
+            name = {
+                "plain": plain,
+                "awkward": f"{plain}.v2 ({n})",
+                "65-characters": ("t" * 64 + str(n))[:65],
+                "an-exposed-name": f"mcp_{others[0] if others else 'docs'}_{plain}",
+            }[kind]
+            if any(t.name == name for t in found):
+                name = f"{name}{n}"
+            found.append(
+                ToolPlan(
+                    name=name,
+                    name_kind=kind,
+                    description=self.pick("description"),
+                    schema=self.pick("schema"),
+                    annotations=self.pick("annotations"),
+                    reply=self.pick("reply"),
+                )
+            )
+        return found
+
+    def _share_tools(self, servers: list[ServerPlan]) -> list[ServerPlan]:
+        """Some scenarios list one tool, defined identically, on two servers."""
+        if len(servers) < 2 or self.rng.random() >= 0.3:
+            return servers
+        shared = servers[0].tools[0]
+        second = servers[1]
+        tools = tuple(t for t in second.tools if t.name != shared.name)
+        servers[1] = ServerPlan(**{**second.__dict__, "tools": (shared, *tools)[:8]})
+        self._pending[("tool-name", "shared-by-two-servers")] += 1
+        return servers
+
+    # ---- steps --------------------------------------------------------------------------
+
+    def _steps(self, servers: list[ServerPlan]) -> list[StepPlan]:
+        steps = [StepPlan("start")]
+        for _ in range(self.rng.randint(1, 4)):
+            roll = self.rng.random()
+            if roll < 0.7:
+                steps.append(self._ask(servers))
+                continue
+            session = self.pick(
+                "session",
+                (
+                    "restarted-and-resumed",
+                    "restarted-fresh",
+                    "listed",
+                    "server-removed-then-resumed",
+                ),
+            )
+            if session == "listed":
+                steps.append(StepPlan("list"))
+            elif session == "restarted-and-resumed":
+                steps.append(StepPlan("restart-resume"))
+            elif session == "restarted-fresh":
+                steps.append(StepPlan("restart-fresh"))
+            else:
+                steps.append(StepPlan("remove", server=self.rng.choice(servers).name))
+            steps.append(self._ask(servers))
+        if not any(s.do == "ask" for s in steps):
+            steps.append(self._ask(servers))
+        return steps[:12]
+
+    def _ask(self, servers: list[ServerPlan]) -> StepPlan:
+        turn = self.pick("model-turn")
+        tools = [(s.name, t.name) for s in servers for t in s.tools]
+        calls: list[CallPlan] = []
+        if turn == "one-call":
+            calls = [self._call(tools)]
+        elif turn in ("parallel-calls", "calls-in-sequence"):
+            calls = [self._call(tools) for _ in range(self.rng.randint(2, 3))]
+        elif turn == "seventeen-calls":
+            calls = [self._call(tools) for _ in range(17)]
+        elif turn == "the-same-call-twice":
+            call = self._call(tools)
+            calls = [call, call]
+        elif turn == "a-tool-never-offered":
+            calls = [CallPlan(None, None, self.pick("arguments"))]
+        answers = ["y" if self.rng.random() < 0.5 else self.pick("answer") for _ in calls]
+        for answer in answers:
+            if answer == "y":
+                self._pending[("answer", "y")] += 1
+        return StepPlan(
+            "ask",
+            turn=turn,
+            calls=tuple(calls),
+            answers=tuple(answers),
+            acknowledgement=self.pick("acknowledgement"),
+        )
+
+    def _call(self, tools: list[tuple[str, str]]) -> CallPlan:
+        server, tool = self.rng.choice(tools)
+        return CallPlan(server, tool, self.pick("arguments"))

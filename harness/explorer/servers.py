@@ -1,0 +1,233 @@
+"""A scenario's server plans as the mocks' specs: each catalogue value as the mock settings
+that make it (`spec_of`), and the secret and headers or environment a server is configured
+with."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_host_conformance.harness.explorer.scenario import ServerPlan, ToolPlan
+from mcp_host_conformance.mocks.spec import (
+    DEFAULT_SCHEMA,
+    Misbehaviour,
+    Reply,
+    ServerSpec,
+    Tool,
+)
+
+__all__ = ["ServerSetup", "spec_of", "tool_of"]
+
+KIB = 1024
+# how long a "slow" call takes, times the run's timeout scale: well under the call timeout
+# the host is given (1 s, scaled), so a slow answer is never a silent one
+SLOW_CALL = 0.2
+PIXEL = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+
+@dataclass
+class ServerSetup:
+    """What the world needs to configure one planned server."""
+
+    spec: ServerSpec
+    secret: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _sized(text: str, size: int) -> str:
+    return (text + " " + "lorem ipsum " * (size // 12 + 1))[:size]
+
+
+def _schema(kind: str) -> Any:
+    if kind == "nested-with-ref":
+        return {
+            "type": "object",
+            "$defs": {"Key": {"type": "object", "properties": {"id": {"type": "string"}}}},
+            "properties": {"key": {"$ref": "#/$defs/Key"}, "limit": {"type": "integer"}},
+            "required": ["key"],
+        }
+    if kind in ("15-kib", "17-kib"):
+        size = (15 if kind == "15-kib" else 17) * KIB
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"q": {"type": "string", "description": ""}},
+        }
+        # the compact UTF-8 JSON encoding is what DISC-8 measures
+        pad = size - len(json.dumps(schema, separators=(",", ":")).encode())
+        schema["properties"]["q"]["description"] = "d" * pad
+        return schema
+    if kind == "not-an-object":
+        return ["not", "an", "object"]
+    return dict(DEFAULT_SCHEMA)
+
+
+_ANNOTATIONS: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "read-only": {"readOnlyHint": True},
+    "not-destructive": {"destructiveHint": False},
+    "idempotent": {"idempotentHint": True},
+    "all-hints": {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+}
+
+
+def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
+    if kind == "echo":
+        reply = Reply.echo_arguments()
+    elif kind == "structured":
+        reply = Reply(content=[{"type": "text", "text": '{"count": 2}'}], structured={"count": 2})
+    elif kind == "structured-only":
+        reply = Reply.structured_only({"count": 2, "items": ["a", "b"]})
+    elif kind == "image":
+        reply = Reply.image(PIXEL)
+    elif kind == "resource-link":
+        reply = Reply.resource_link("file:///srv/report.txt", "report")
+    elif kind == "tool-error":
+        reply = Reply.tool_error("the lookup failed: no such record")
+    elif kind == "json-rpc-error":
+        reply = Reply.rpc_error("internal failure of the tool")
+    elif kind == "over-64-kib":
+        reply = Reply.text("START-OF-LARGE-OUTPUT")
+        reply.pad_to = 80 * KIB
+    elif kind == "echoes-its-secret" and secret is not None:
+        reply = Reply.text(f"configured with token {secret}")
+    else:
+        reply = Reply.text("result: 42")
+    if progress:
+        reply.progress, reply.progress_interval = 3, 0.05
+    return reply
+
+
+def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -> Tool:
+    description = {
+        "short": "Looks something up.",
+        "8-kib": _sized("Looks something up.", 8 * KIB),
+        "empty": "",
+    }[plan.description]
+    return Tool(
+        plan.name,
+        description,
+        input_schema=_schema(plan.schema),
+        annotations=_ANNOTATIONS[plan.annotations],
+        reply=_reply(plan.reply, secret, progress),
+    )
+
+
+def _misbehaviour(
+    plan: ServerPlan, scale: float, tools: list[Tool], sink: str | None
+) -> Misbehaviour:
+    bad = Misbehaviour()
+    failure = plan.failure
+    if failure == "http-500-at-call":
+        bad.call_http_status = 500
+    elif failure == "http-404-at-call":
+        bad.call_http_status = 404
+    elif failure == "reset-after-call":
+        bad.drop_call = "reset"
+    elif failure == "close-after-call":
+        bad.drop_call = "close"
+    elif failure == "garbage-at-call":
+        bad.garbage_at = "tools/call"
+    elif failure == "over-1-mib-at-call":
+        bad.oversize_at = "tools/call"
+    elif failure == "over-1-mib-at-list":
+        bad.oversize_at = "tools/list"
+    elif failure == "polled-call":
+        bad.poll_call = "deliver"
+    elif failure == "refused-resume":
+        bad.poll_call = "refuse-resume"
+    elif failure == "stdio-exits-at-call":
+        bad.exit_at = "tools/call"
+    elif failure == "initialize-error":
+        bad.fail_at = "initialize"
+    elif failure == "initialize-stalls":
+        bad.stall.append("initialize")
+    elif failure == "rejects-401":
+        bad.reject_status = 401
+    elif failure == "redirects" and sink is not None:
+        bad.redirect_status, bad.redirect_to, bad.redirect_at = 307, sink, "*"
+    elif failure == "stderr-flood":
+        bad.stderr_flood = 256 * KIB
+    elif failure == "exits-at-once":
+        bad.exit_at_once = 1
+    if plan.timing == "slow":
+        bad.delays["tools/call"] = SLOW_CALL * scale
+    elif plan.timing == "silent":
+        bad.stall.append("tools/call")
+    if plan.tools_change == "after-the-first-call":
+        bad.change_tools_after_call = True
+        bad.changed_tools = [
+            Tool(
+                t.name,
+                t.description + " (changed)",
+                input_schema=t.input_schema,
+                annotations=t.annotations,
+                reply=t.reply,
+            )
+            for t in tools
+        ]
+    elif plan.tools_change == "a-tool-disappears":
+        bad.change_tools_after_call = True
+        bad.changed_tools = tools[1:]
+    return bad
+
+
+def spec_of(
+    plan: ServerPlan,
+    secret: str | None,
+    others: list[str],
+    scale: float = 1.0,
+    sink: str | None = None,
+) -> ServerSetup:
+    """The mock spec for `plan`, with its `secret` (None: no credential). `others`: the
+    other servers' configured names (a server may call itself by one of them); `sink`: the
+    URL a redirecting server sends its clients to."""
+    progress = plan.timing == "slow-with-progress"
+    tools = [tool_of(t, secret, progress) for t in plan.tools]
+    tools += [
+        Tool(f"t{n:03d}", "A tool among many.", reply=Reply.text("ok"))
+        for n in range(1, plan.filler + 1)
+    ]
+    bad = _misbehaviour(plan, scale, tools, sink)
+    headers: dict[str, str] = {}
+    env: dict[str, str] = {}
+    if secret is not None and plan.credential == "header":
+        headers["Authorization"] = f"Bearer {secret}"
+        if bad.reject_status is None:
+            bad.accept_header, bad.accept_value = "Authorization", f"Bearer {secret}"
+    elif secret is not None and plan.credential == "env":
+        env["MOCK_API_TOKEN"] = secret
+    server_info = None
+    if plan.calls_itself == "another-name":
+        server_info = {"name": "a-server-by-another-name", "version": "1.0"}
+    elif plan.calls_itself == "another-server's-name" and others:
+        server_info = {"name": others[0], "version": "1.0"}
+    mode, framing = {
+        "sse": ("sse", "default"),
+        "json": ("json", "default"),
+        "json-chunked": ("json", "chunked"),
+        "sse-whole": ("sse", "length"),
+    }[plan.http_answers]
+    spec = ServerSpec(
+        name=plan.name,
+        description=f"the {plan.name} server",
+        tools=tools,
+        page_size=plan.page_size,
+        response_mode=mode if plan.transport != "stdio" else "sse",
+        misbehaviour=bad,
+        server_info=server_info,
+        framing=framing if plan.transport != "stdio" else "default",
+    )
+    return ServerSetup(spec, secret, headers, env)

@@ -1,0 +1,344 @@
+"""One scenario run against the host: a fresh `Case` of its own (HOME, project, mocks, the
+mock model), the scenario's steps taken through `Host` as a case would take them, and every
+rule monitor checked after every step.
+
+Strategy: the world judges nothing itself. What the host did is judged only by the rule
+monitors (harness/monitors), the same that watch every case, so the explorer can never
+disagree with the suite about a rule. Between steps a session may still be running: the
+monitors then see `all_stopped` false, which keeps the ones that judge what is left after
+a stop (STDIO-5) for the end. A step the host could not take (an adapter error, a bound
+the harness gave up at, a tool the host kept from the model) is written down and the
+scenario goes on: it is the monitors' record of what happened that counts, not whether a
+step worked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_host_conformance.harness.cases.canaries import REGISTRY
+from mcp_host_conformance.harness.cases.hostrun import (
+    HarnessTimeout,
+    Host,
+    RefusedAtAdd,
+    Running,
+    Timeouts,
+)
+from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
+from mcp_host_conformance.harness.explorer.scenario import CallPlan, Scenario, StepPlan
+from mcp_host_conformance.harness.explorer.servers import spec_of
+from mcp_host_conformance.harness.monitors.watch import watch
+from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
+from mcp_host_conformance.harness.run.cleanup import RESOURCES
+from mcp_host_conformance.harness.verdicts.outcomes import ConformanceFailure, Finding
+from mcp_host_conformance.mocks.responses.script import Step
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+
+__all__ = ["ANSWERS", "QUESTION", "Outcome", "Violation", "World", "answer_text"]
+
+ANSWERS = {
+    "empty": "",
+    "spaces": "   ",
+    "cyrillic-u": "\u0443",  # looks like a y
+}
+LOCALES = {
+    "inherited": {},
+    "C": {"LANG": "C", "LC_ALL": "C"},
+    "tr_TR": {"LANG": "tr_TR.UTF-8", "LC_ALL": "tr_TR.UTF-8"},
+}
+QUESTION = "please look it up"
+PLAIN_NAMES = ("docs", "notes", "files", "tickets")
+
+
+def answer_text(value: str) -> str:
+    """What the person types for a catalogue answer."""
+    return ANSWERS.get(value, value)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A monitor's finding and the step after which it was first seen (0-based; -1 while
+    the servers were configured; len(steps) once every session had stopped)."""
+
+    step: int
+    finding: Finding
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.finding.rule, self.finding.monitor
+
+
+@dataclass
+class Outcome:
+    violations: list[Violation] = field(default_factory=list)
+    steps_done: int = 0
+    errors: list[str] = field(default_factory=list)  # steps the host could not take
+    problems: list[str] = field(default_factory=list)  # monitors that could not run
+    seconds: float = 0.0
+
+    def first(self, key: tuple[str, str] | None = None) -> Violation | None:
+        return next((v for v in self.violations if key is None or v.key == key), None)
+
+
+def _arguments(plan: CallPlan) -> Any:
+    if plan.arguments == "an-extra-field":
+        return {"unexpected": "field"}
+    if plan.arguments == "over-2-kib":
+        return {"text": "a" * 3000}
+    if plan.arguments == "not-json":
+        return '{"q": unquoted'
+    return None  # the mock model builds them from the tool's schema
+
+
+def _script(step: StepPlan, names: dict[str, str]) -> list[Step]:
+    calls = []
+    for plan in step.calls:
+        if plan.server is None:
+            calls.append(Step.invented("mcp_nowhere_nothing", _arguments(plan)))
+        else:
+            server = names.get(plan.server, plan.server)
+            calls.append(Step.call(server=server, tool=plan.tool, arguments=_arguments(plan)))
+    if not calls:
+        return [Step.text("nothing to call")]
+    if step.turn == "calls-in-sequence":
+        return [*calls, Step.text("done")]
+    if len(calls) == 1:
+        return [calls[0], Step.text("done")]
+    return [Step.calls(calls), Step.text("done")]
+
+
+class World:
+    """Runs scenarios against one host. `restarted` gives the host in another process of its
+    own for a restart (None: the same adapter starts again)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        description: Description,
+        timeouts: Timeouts,
+        lures: Lures | None = None,
+        restarted: Callable[[], Adapter] | None = None,
+        grace: float = 1.0,
+        scale: float = 1.0,
+    ) -> None:
+        self.adapter = adapter
+        self.description = description
+        self.timeouts = timeouts
+        self.lures = lures
+        self.restarted = restarted
+        self.grace = grace
+        self.scale = scale
+        extra = {"oauth"} if getattr(description, "has_oauth", False) else set()
+        self.profiles = frozenset(description.profiles) | frozenset(extra)
+
+    def run(self, scenario: Scenario, first_only: bool = True) -> Outcome:
+        """Run `scenario` on a case of its own; with `first_only`, stop at the first step
+        after which a monitor saw a rule broken."""
+        began = time.monotonic()
+        outcome = Outcome()
+        root = Path(tempfile.mkdtemp(prefix="mcphc-explore-", dir=RESOURCES.temp_root()))
+        case = Case(root, self.lures)
+        if self.lures is not None:
+            self.lures.plant(case.project, self.description.project_config_files)
+        previous_mask = os.umask(int(scenario.umask, 8))
+        try:
+            _Session(self, case, scenario, outcome).play(first_only)
+        finally:
+            os.umask(previous_mask)
+            for problem in case.close():
+                outcome.errors.append(f"cleaning up: {type(problem).__name__}: {problem}")
+            outcome.seconds = time.monotonic() - began
+        return outcome
+
+
+class _Session:
+    """The state of one scenario's run."""
+
+    def __init__(self, world: World, case: Case, scenario: Scenario, outcome: Outcome) -> None:
+        self.world = world
+        self.case = case
+        self.scenario = scenario
+        self.outcome = outcome
+        self.host: Host | None = None
+        self.running: Running | None = None
+        self.session_id: str | None = None
+        self.seen: set[tuple[str, str]] = set()
+        self.connect: float | None = None
+        self.names: dict[str, str] = {}  # the scenario's server names as configured
+
+    # ---- set-up ---------------------------------------------------------------------------
+
+    def _configure(self) -> Host:
+        from mcp_host_conformance.mocks.http_server import HttpMock
+        from mcp_host_conformance.mocks.responses import MockResponses
+        from mcp_host_conformance.mocks.stdio_server import StdioMock
+
+        world, case = self.world, self.case
+        model = MockResponses()
+        model.start()
+        case.mocks.append(model)
+        case.model = model
+        REGISTRY.add(model.api_key, "model API key")
+        assert model.url is not None
+        host = Host(
+            adapter=world.adapter,
+            home=case.home,
+            project=case.project,
+            model_url=model.url,
+            model_key=model.api_key,
+            timeouts=world.timeouts,
+            model=model,
+            profiles=frozenset(world.description.profiles),
+        )
+        host.env.update(_locale(self.scenario.locale))
+        case.hosts.append(host)
+        sink = None
+        if any(s.failure == "redirects" for s in self.scenario.servers):
+            elsewhere = HttpMock(ServerSpec(name="elsewhere", tools=[Tool("query")]))
+            case.mocks.append(elsewhere)
+            elsewhere.start()
+            sink = str(elsewhere.url)
+        names = [s.name for s in self.scenario.servers]
+        for plan in self.scenario.servers:
+            secret = None
+            if plan.credential != "none":
+                special = plan.secret_shape != "plain"
+                secret = case.secrets.new(f"{plan.name}-token", special=special)
+            others = [n for n in names if n != plan.name]
+            setup = spec_of(plan, secret, others, world.scale, sink)
+            if plan.failure == "initialize-stalls":
+                self.connect = world.timeouts.connect  # a stalled server costs this, not `wait`
+            if plan.transport == "stdio":
+                mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
+                case.stdio_mocks.append(mock)  # killed and reaped by the case, not closed
+            else:
+                mock = HttpMock(setup.spec, tls="trusted" if plan.transport == "https" else None)
+                case.mocks.append(mock)
+                mock.start()
+                if mock.ca_file:
+                    RESOURCES.track_path(Path(mock.ca_file).parent)
+            self._add(host, plan.name, plan.transport, mock, setup)
+        return host
+
+    def _add(self, host: Host, name: str, transport: str, mock: Any, setup: Any) -> None:
+        """Configure a server; a host that refuses its name (a verified-add host's own rule
+        for names) gets it under a plain name instead, so the scenario goes on."""
+        for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
+            try:
+                if transport == "stdio":
+                    host.add_stdio(attempt, mock, env=setup.env)
+                else:
+                    host.add_http(attempt, mock, headers=setup.headers)
+            except RefusedAtAdd as exc:
+                host.bound.pop(attempt, None)  # not configured under that name after all
+                self.outcome.errors.append(f"add {attempt}: refused: {exc}")
+                if attempt != name:
+                    return
+                continue
+            self.names[name] = attempt
+            return
+
+    # ---- steps ----------------------------------------------------------------------------
+
+    def play(self, first_only: bool) -> None:
+        try:
+            self.host = self._configure()
+        except (AdapterError, HarnessTimeout, ConformanceFailure) as exc:
+            self.outcome.errors.append(f"configuring: {_said(exc)}")
+            return
+        if self._check(-1, final=False) and first_only:
+            return
+        for index, step in enumerate(self.scenario.steps):
+            try:
+                self._take(step)
+            except HarnessTimeout as exc:
+                self.outcome.errors.append(f"step {index + 1} ({step.do}): {_said(exc)}")
+                self.outcome.steps_done = index + 1
+                break  # a host that hung: its session cannot take another step
+            except (AdapterError, ConformanceFailure) as exc:
+                self.outcome.errors.append(f"step {index + 1} ({step.do}): {_said(exc)}")
+            self.outcome.steps_done = index + 1
+            if self._check(index, final=False) and first_only:
+                return
+        for problem in self.case.stop_hosts():
+            self.outcome.errors.append(f"stopping: {_said(problem)}")
+        self._check(len(self.scenario.steps), final=True)
+
+    def _start(self, host: Host, resume: str | None = None) -> None:
+        overrides: dict[str, Any] = {"resume": resume} if resume else {}
+        if self.connect is not None:
+            overrides["connect_timeout"] = self.connect
+        self.running = None
+        self.running = host.start(**overrides)
+
+    def _stop(self) -> None:
+        if self.running is not None and self.running.stopped is None:
+            self.session_id = self.running.stop().session_id or self.session_id
+
+    def _restarted_host(self) -> Host:
+        assert self.host is not None
+        if self.world.restarted is None:
+            return self.host
+        again = dataclasses.replace(self.host, adapter=self.world.restarted())
+        self.case.hosts.append(again)
+        return again
+
+    def _take(self, step: StepPlan) -> None:
+        host = self.host
+        assert host is not None
+        if step.do == "start":
+            if self.running is None or self.running.stopped is not None:
+                self._start(host)
+        elif step.do == "stop":
+            self._stop()
+        elif step.do == "list":
+            host.list()
+        elif step.do in ("restart-resume", "restart-fresh", "remove"):
+            self._stop()
+            if step.do == "remove" and step.server in self.names:
+                host.remove(self.names[step.server])
+            resume = self.session_id if step.do != "restart-fresh" else None
+            self.host = self._restarted_host()
+            self._start(self.host, resume)
+        elif step.do == "ask":
+            if self.running is None or self.running.stopped is not None:
+                self._start(host)
+            assert self.running is not None and host.model is not None
+            host.model.script(_script(step, self.names))
+            answers = [answer_text(a) for a in step.answers]
+            declined = step.acknowledgement != "accept"
+            self.running.ask(QUESTION, approve=answers, acknowledge=not declined)
+
+    # ---- the monitors -----------------------------------------------------------------------
+
+    def _check(self, step: int, final: bool) -> bool:
+        """Run every monitor; whether one saw a rule broken that was not seen before."""
+        observed = self.case.observed(self.world.profiles, self.world.grace)
+        if not final:
+            observed.all_stopped = False  # sessions may run: what a stop leaves is judged last
+        findings, problems = watch(observed)
+        self.outcome.problems.extend(p for p in problems if p not in self.outcome.problems)
+        new = False
+        for finding in findings:
+            key = (finding.rule, finding.monitor)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.outcome.violations.append(Violation(step, finding))
+                new = True
+        return new
+
+
+def _locale(value: str) -> dict[str, str]:
+    return dict(LOCALES.get(value, {}))
+
+
+def _said(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}"

@@ -1,0 +1,202 @@
+"""The scenario explorer's parts: scenario files, the generator, the shrinker."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS, Visits
+from mcp_host_conformance.harness.explorer.generate import Generator
+from mcp_host_conformance.harness.explorer.scenario import (
+    MAX_FILE,
+    CallPlan,
+    Scenario,
+    ScenarioError,
+    ServerPlan,
+    StepPlan,
+    ToolPlan,
+    load,
+    to_json,
+)
+from mcp_host_conformance.harness.explorer.servers import spec_of
+from mcp_host_conformance.harness.explorer.shrink import candidates, shrink
+
+
+def _scenarios(seed: int, count: int) -> list[Scenario]:
+    generator = Generator(seed)
+    made = []
+    for _ in range(count):
+        scenario = generator.scenario()
+        generator.visits.add(scenario.visits())
+        made.append(scenario)
+    return made
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_value_of_the_catalogue_is_reached_within_forty_scenarios(seed):
+    visits = Visits()
+    for scenario in _scenarios(seed, 40):
+        visits.add(scenario.visits())
+    assert visits.unvisited() == []
+
+
+def test_the_same_seed_makes_the_same_scenarios():
+    assert _scenarios(7, 10) == _scenarios(7, 10)
+    assert _scenarios(7, 10) != _scenarios(8, 10)
+
+
+def test_a_scenario_file_reads_back_as_the_scenario():
+    for scenario in _scenarios(4, 30):
+        text = json.dumps(to_json(scenario, seed=4))
+        again, about = load(text)
+        assert again == scenario
+        assert about == {"seed": 4}
+
+
+def test_every_generated_server_makes_a_mock_spec():
+    for scenario in _scenarios(5, 30):
+        names = [s.name for s in scenario.servers]
+        for server in scenario.servers:
+            secret = "mcphc-canary-x" if server.credential != "none" else None
+            setup = spec_of(server, secret, [n for n in names if n != server.name])
+            assert len(setup.spec.tools) == server.tool_count
+            if server.credential == "header":
+                assert setup.headers["Authorization"] == "Bearer mcphc-canary-x"
+
+
+GOOD = to_json(
+    Scenario(
+        servers=(ServerPlan("docs"),),
+        steps=(StepPlan("start"), StepPlan("ask", calls=(CallPlan("docs", "query"),))),
+    )
+)
+
+
+def _bad(path: list, value) -> str:
+    data = json.loads(json.dumps(GOOD))
+    at = data
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "not JSON"),
+        ("[]", "not a scenario file"),
+        (json.dumps({**GOOD, "format": "other/1"}), "not a scenario file"),
+        (_bad(["scenario", "servers"], []), "at least one server"),
+        (_bad(["scenario", "servers", 0, "failure"], "meltdown"), "is not one of"),
+        (_bad(["scenario", "servers", 0, "name"], "a\nb"), "printable name"),
+        (_bad(["scenario", "servers", 0, "filler"], 10**9), "whole number"),
+        (_bad(["scenario", "steps", 1, "calls", 0, "server"], "elsewhere"), "not a server"),
+        (_bad(["scenario", "steps", 1, "do"], "explode"), "'do' is one of"),
+        (_bad(["scenario", "steps"], [{"do": "start"}] * 50), "at most"),
+        (_bad(["scenario", "steps", 1, "answers"], ["perhaps"]), "catalogue's answers"),
+        (" " * (MAX_FILE + 1), "at most"),
+        ("[" * 100000, "not JSON"),
+    ],
+)
+def test_a_bad_scenario_file_is_one_line_saying_why(text, message):
+    with pytest.raises(ScenarioError) as caught:
+        load(text)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["servers", "steps", "umask", "locale", "x"]), JSON))
+@settings(max_examples=200)
+def test_any_json_is_a_scenario_or_a_scenario_error(scenario):
+    try:
+        load(json.dumps({"format": GOOD["format"], "scenario": scenario}))
+    except ScenarioError:
+        pass
+
+
+def _scenario() -> Scenario:
+    return Scenario(
+        servers=(
+            ServerPlan("docs", tools=(ToolPlan("query"), ToolPlan("read", reply="image"))),
+            ServerPlan("notes", transport="stdio", failure="reset-after-call", timing="slow"),
+            ServerPlan("files", credential="header", filler=20, page_size=3),
+        ),
+        steps=(
+            StepPlan("start"),
+            StepPlan(
+                "ask",
+                turn="parallel-calls",
+                calls=(CallPlan("docs", "query"), CallPlan("notes", "query")),
+                answers=("y", "n"),
+            ),
+            StepPlan("list"),
+            StepPlan("ask", calls=(CallPlan("files", "query", "over-2-kib"),), answers=("yes",)),
+            StepPlan("restart-resume"),
+        ),
+        umask="077",
+        locale="C",
+    )
+
+
+def test_shrinking_keeps_what_shows_it_and_drops_the_rest():
+    def shows(s: Scenario) -> bool:  # "a reset after a call that was made"
+        return any(
+            server.failure == "reset-after-call"
+            and any(c.server == server.name for step in s.steps for c in step.calls)
+            for server in s.servers
+        )
+
+    shortest, runs = shrink(_scenario(), shows, runs=500)
+    assert shows(shortest)
+    assert [s.name for s in shortest.servers] == ["notes"]
+    assert shortest.servers[0].timing == "at-once"
+    assert [(st.do, len(st.calls)) for st in shortest.steps] == [("ask", 1)]
+    assert (shortest.umask, shortest.locale) == ("022", "inherited")
+    assert 0 < runs < 500
+
+
+def test_shrinking_stops_at_its_budget_of_runs():
+    calls = []
+
+    def shows(s: Scenario) -> bool:
+        calls.append(s)
+        return True
+
+    shortest, runs = shrink(_scenario(), shows, runs=3)
+    assert runs == 3 == len(calls)
+
+
+def test_every_candidate_is_a_valid_scenario():
+    for candidate in candidates(_scenario()):
+        assert load(json.dumps(to_json(candidate)))[0] == candidate
+    assert replace(_scenario()) == _scenario()
+
+
+def test_docs_explorer_holds_the_catalogue_table():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    spec = importlib.util.spec_from_file_location(
+        "explorer_table", root / "scripts" / "explorer_table.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    doc = (root / "docs" / "explorer.md").read_text("utf-8")
+    assert script.table() in doc
+    assert all(f"`{d.name}`" in doc for d in DIMENSIONS)
