@@ -164,6 +164,26 @@ PROOFS = {
         "test_retry.py::test_uncertain_call_is_never_sent_twice",
         "STDIO-5",
     ),
+    "unknown-told-unknown": (
+        "dropped-as-failed",
+        "test_retry.py::test_uncertain_call_is_never_sent_twice",
+        "RES-7",
+    ),
+    "sixteen-pages": (
+        "reads-17-pages",
+        "test_discovery_limits.py::test_over_limit_server_tools_never_reach_the_model",
+        "DISC-6",
+    ),
+    "reopened-carries-history": (
+        "forgets-history-on-resume",
+        "test_sessions.py::test_reopens_with_its_servers_removed_without_calling_them",
+        "SESS-4",
+    ),
+    "confirmation-names-the-call": (
+        "shows-exposed-tool-name",
+        "test_approval.py::test_every_call_waits_for_its_own_approval",
+        "APR-4",
+    ),
 }
 
 # Monitors whose rule's stimulus no case of another rule makes: the explorer's to show.
@@ -183,6 +203,7 @@ BY_THE_EXPLORER = {
     "argv-verbatim": "only STDIO-1's case passes arguments a shell would change",
     "stderr-not-shown": "only STDIO-4's case floods stderr",
     "server-text-neutralized": "only HARD-1's cases serve control characters",
+    "declined-keeps-question": "only RETRY-3's case declines an acknowledgement",
 }
 
 

@@ -390,6 +390,9 @@ class Host:
     # each configured name stands for
     moments: Timeline = field(default_factory=Timeline)
     bound: dict[str, MarkedMock] = field(default_factory=dict)
+    # every (name, mock) ever bound, in order: a name removed and added again for another
+    # mock stands for both (what a case did before the change stays the first one's)
+    bindings: list[tuple[str, MarkedMock]] = field(default_factory=list)
     listings: list[str] = field(default_factory=list)  # what each list_servers() showed
     configured: list[ServerConfig] = field(default_factory=list)  # every add, removed too
     # (question, path) of each configuration file whose bytes changed during a question
@@ -534,6 +537,7 @@ class Host:
         # anything with a command or URL may stand in for a mock; only marked ones are bound
         if getattr(mock, "marker_token", None):
             self.bound[name] = mock
+            self.bindings.append((name, mock))
             if self.model is not None:
                 self.model.bind(name, mock)
 

@@ -34,6 +34,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
     ),
     Dimension("credential", "the secret a server is configured with", ("none", "header", "env")),
     Dimension(
+        "stdio-arguments",
+        "the arguments a stdio server is configured with",
+        ("none", "shell-characters"),
+    ),
+    Dimension(
         "secret-shape",
         "the characters of a secret",
         ("plain", "url-and-json-special"),
@@ -91,6 +96,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "json-rpc-error",
             "over-64-kib",
             "echoes-its-secret",
+            "control-characters",
         ),
     ),
     Dimension(
@@ -117,6 +123,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "initialize-stalls",
             "rejects-401",
             "redirects",
+            "untrusted-certificate",
             "stderr-flood",
             "exits-at-once",
         ),

@@ -33,6 +33,7 @@ HTTP_ONLY = {
     "refused-resume",
     "rejects-401",
     "redirects",
+    "untrusted-certificate",
 }
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
@@ -122,6 +123,7 @@ class Generator:
             http_answers=self.pick("http-answers") if transport != "stdio" else "sse",
             credential=credential,
             secret_shape=self.pick("secret-shape") if credential != "none" else "plain",
+            arguments=self.pick("stdio-arguments") if transport == "stdio" else "none",
             calls_itself=calls_itself,
             tools=tuple(tools),
             filler=filler,

@@ -63,6 +63,7 @@ class ServerPlan:
     http_answers: str = "sse"
     credential: str = "none"
     secret_shape: str = "plain"
+    arguments: str = "none"  # stdio: the arguments it is configured with
     calls_itself: str = "its-configured-name"
     tools: tuple[ToolPlan, ...] = (ToolPlan("query"),)
     filler: int = 0  # plain tools added after `tools` (t001, t002, ...)
@@ -124,6 +125,8 @@ class Scenario:
             if server.transport != "stdio":
                 yield "http-answers", server.http_answers
             yield "credential", server.credential
+            if server.transport == "stdio":
+                yield "stdio-arguments", server.arguments
             if server.credential != "none":
                 yield "secret-shape", server.secret_shape
             yield "server-name", server.name_kind
@@ -181,6 +184,7 @@ class Scenario:
                 f"{s.filler} more tools" if s.filler else "",
                 f"pages of {s.page_size}" if s.page_size else "",
                 f"credential {s.credential} ({s.secret_shape})" if s.credential != "none" else "",
+                "arguments a shell would change" if s.arguments != "none" else "",
                 f"calls itself {s.calls_itself}" if s.calls_itself != "its-configured-name" else "",
                 f"answers {s.timing}" if s.timing != "at-once" else "",
                 f"failure {s.failure}" if s.failure != "none" else "",
@@ -325,6 +329,7 @@ def _server(data: Any, where: str) -> ServerPlan:
         http_answers=_value(data, "http_answers", "http-answers", "sse", where),
         credential=_value(data, "credential", "credential", "none", where),
         secret_shape=_value(data, "secret_shape", "secret-shape", "plain", where),
+        arguments=_value(data, "arguments", "stdio-arguments", "none", where),
         calls_itself=_value(data, "calls_itself", "calls-itself", "its-configured-name", where),
         tools=tools,
         filler=_count(data.get("filler", 0), f"{where}.filler", MAX_FILLER),

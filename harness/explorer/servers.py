@@ -21,6 +21,8 @@ from mcp_host_conformance.mocks.spec import (
 __all__ = ["ServerSetup", "spec_of", "tool_of"]
 
 KIB = 1024
+# what a shell would change, and a program started without one receives as written
+SHELL_CHARACTERS = ("a;b", "$HOME", "two words", "$(echo x)", "*", "x|y", "")
 # how long a "slow" call takes, times the run's timeout scale: well under the call timeout
 # the host is given (1 s, scaled), so a slow answer is never a silent one
 SLOW_CALL = 0.2
@@ -40,6 +42,8 @@ class ServerSetup:
     secret: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)  # stdio: after the mock's own command
+    tls: str | None = None  # HTTP: "trusted" or "untrusted"
 
 
 def _sized(text: str, size: int) -> str:
@@ -101,6 +105,8 @@ def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
     elif kind == "over-64-kib":
         reply = Reply.text("START-OF-LARGE-OUTPUT")
         reply.pad_to = 80 * KIB
+    elif kind == "control-characters":
+        reply = Reply.text("done \x1b[2J\x1b]0;title\x07 then \u202eesrever\u202c and \x9b1m")
     elif kind == "echoes-its-secret" and secret is not None:
         reply = Reply.text(f"configured with token {secret}")
     else:
@@ -230,4 +236,10 @@ def spec_of(
         server_info=server_info,
         framing=framing if plan.transport != "stdio" else "default",
     )
-    return ServerSetup(spec, secret, headers, env)
+    args = list(SHELL_CHARACTERS) if plan.arguments == "shell-characters" else []
+    tls = None
+    if plan.transport == "https":
+        tls = "untrusted" if plan.failure == "untrusted-certificate" else "trusted"
+    elif plan.failure == "untrusted-certificate":
+        tls = "untrusted"
+    return ServerSetup(spec, secret, headers, env, args, tls)

@@ -31,6 +31,7 @@ PLAIN_SERVER: dict[str, Any] = {
     "timing": "at-once",
     "tools_change": "never",
     "credential": "none",
+    "arguments": "none",
     "calls_itself": "its-configured-name",
     "http_answers": "sse",
     "transport": "http",

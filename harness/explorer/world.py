@@ -219,7 +219,7 @@ class _Session:
                 mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
                 case.stdio_mocks.append(mock)  # killed and reaped by the case, not closed
             else:
-                mock = HttpMock(setup.spec, tls="trusted" if plan.transport == "https" else None)
+                mock = HttpMock(setup.spec, tls=setup.tls)
                 case.mocks.append(mock)
                 mock.start()
                 if mock.ca_file:
@@ -233,11 +233,12 @@ class _Session:
         for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
             try:
                 if transport == "stdio":
-                    host.add_stdio(attempt, mock, env=setup.env)
+                    host.add_stdio(attempt, mock, args=setup.args, env=setup.env)
                 else:
                     host.add_http(attempt, mock, headers=setup.headers)
             except RefusedAtAdd as exc:
                 host.bound.pop(attempt, None)  # not configured under that name after all
+                host.bindings[:] = [b for b in host.bindings if b != (attempt, mock)]
                 self.outcome.errors.append(f"add {attempt}: refused: {exc}")
                 if attempt != name:
                     return

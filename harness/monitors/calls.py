@@ -12,15 +12,19 @@ is tied to the model's function call through the mock's marker, so "sent twice" 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from mcp_host_conformance.harness.cases.confirmations import WARNING_CONTROL, WARNING_SENT
 from mcp_host_conformance.harness.cases.observe import stated_status
 from mcp_host_conformance.harness.cases.timeline import denies
+from mcp_host_conformance.harness.contract.adapter import HttpServer
 from mcp_host_conformance.harness.monitors.observed import Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.harness.verdicts.safe_text import visible
 from mcp_host_conformance.mocks.journal import Entry
 
 TURN_LIMIT = 16
@@ -321,5 +325,104 @@ def acknowledged_before_next(self: Monitor, observed: Observed) -> Iterator[Find
                 "after an unknown result the next question waits for an acknowledgement",
                 f"the question {following.text!r} reached the model without one accepted "
                 f"first ({len(observed.of('acknowledgement'))} acknowledgement prompt(s) in all)",
+            )
+            return
+
+
+@monitor(
+    "declined-keeps-question",
+    "RETRY-3",
+    "a question whose acknowledgement the person declined never reached the model, and the "
+    "session's next question (not declined) did",
+)
+def declined_keeps_question(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    asks = observed.of("ask")
+    answers = observed.of("acknowledgement")
+    for ask in asks:
+        given = [m for m in answers if ask.began <= m.ended <= ask.ended]
+        if not given or any(m.accepted for m in given):
+            continue
+        sent = [r for r in observed.requests if ask.began <= r.time <= ask.ended]
+        if sent:
+            yield self.finding(
+                "RETRY-3",
+                "declining the acknowledgement keeps the question unsent",
+                f"the question {ask.text!r} reached the model after the person declined",
+            )
+            return
+        following = next((a for a in asks if a.run == ask.run and a.began > ask.ended), None)
+        if following is None:
+            continue
+        declined_again = any(
+            not m.accepted for m in answers if following.began <= m.ended <= following.ended
+        )
+        reached = any(following.began <= r.time <= following.ended for r in observed.requests)
+        if not declined_again and not reached:
+            yield self.finding(
+                "RETRY-3",
+                "after a declined acknowledgement the session stays usable: the next "
+                "question reaches the model",
+                f"the next question {following.text!r} never reached the model",
+            )
+            return
+
+
+def _plain(name: str) -> bool:
+    return name.isprintable() and not any(unicodedata.category(c) == "Cf" for c in name)
+
+
+def _confirmations(observed: Observed) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for host in observed.hosts:
+        for confirmation in getattr(host, "confirmations", []):
+            seen.setdefault(id(confirmation), confirmation)
+    return list(seen.values())
+
+
+@monitor(
+    "confirmation-names-the-call",
+    "APR-4",
+    "every confirmation names a configured server, that server's destination (its URL or "
+    "command) and one of its own tool names, with the warning that the arguments go to the "
+    "server and the client cannot control what it does with them",
+)
+def confirmation_names_the_call(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for confirmation in _confirmations(observed):
+        # a name configured twice (removed, then added again for another mock) stands for all
+        configs = [c for c in observed.configured if c.name == confirmation.server]
+        tools = {
+            t.name for s in observed.served if confirmation.server in s.names for t in s.tools()
+        }
+        problem = None
+        if not configs:
+            problem = f"Server {visible(confirmation.server)!r} is no configured server's name"
+        elif not all(_plain(t) for t in tools):
+            continue  # a name of control characters is shown neutralized: HARD-1's to judge
+        elif tools and confirmation.tool not in tools:  # no tools known: no mock behind it
+            problem = (
+                f"Tool {visible(confirmation.tool)!r} is not one of {confirmation.server}'s own "
+                "tool names"
+            )
+        else:
+            destinations = [c.url if isinstance(c, HttpServer) else c.command for c in configs]
+            if not any(d in confirmation.destination for d in destinations):
+                problem = (
+                    f"Destination {visible(confirmation.destination)!r} does not show "
+                    f"{destinations[0]!r}"
+                )
+            elif not (
+                WARNING_SENT.search(confirmation.warning)
+                and WARNING_CONTROL.search(confirmation.warning)
+            ):
+                problem = (
+                    f"the warning {visible(confirmation.warning[:160])!r} does not say the "
+                    "arguments go to the server and the client cannot control what it does"
+                )
+        if problem is not None:
+            yield self.finding(
+                "APR-4",
+                "a confirmation names the server, its destination and the server's own tool "
+                "name, with the warning",
+                problem,
             )
             return

@@ -10,6 +10,7 @@ and an ambiguous request is never judged.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from mcp_host_conformance.harness.cases.timeline import Moment
@@ -17,6 +18,8 @@ from mcp_host_conformance.harness.monitors.observed import Observed
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.mocks.spec import Misbehaviour
+
+MAX_PAGES = 16
 
 
 def _during(moments: list[Moment], time: float) -> list[Moment]:
@@ -136,5 +139,29 @@ def removed_stays_away(self: Monitor, observed: Observed) -> Iterator[Finding]:
                     f"{served.label}, removed, is not connected at the next start",
                     f"it received {reached[0].method or reached[0].http_method} during a start "
                     "after its removal",
+                )
+                return
+
+
+@monitor(
+    "sixteen-pages",
+    "DISC-6",
+    "during one start, no server received more than 16 tools/list requests (at most 16 "
+    "pages; a server that needs a 17th is unavailable)",
+)
+def sixteen_pages(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    starts = observed.of("start")
+    for served in observed.served:
+        lists = served.requests("tools/list")
+        for start in starts:
+            inside = [e for e in lists if start.began <= e.time <= start.ended]
+            # pages, not requests: a page asked for twice (a retry) is one page
+            pages = {json.dumps(e.params, sort_keys=True, default=str) for e in inside}
+            # two starts at once (two sessions of one case) cannot tell whose pages are whose
+            if len(pages) > MAX_PAGES and len(_during(starts, inside[0].time)) == 1:
+                yield self.finding(
+                    "DISC-6",
+                    f"at most {MAX_PAGES} pages of {served.label}'s tools are listed",
+                    f"{len(pages)} different pages asked for during one start",
                 )
                 return

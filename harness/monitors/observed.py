@@ -143,7 +143,7 @@ class Observed:
             elif hasattr(mock, "journal"):
                 self.other_mocks.append(mock)
         for host in hosts:
-            for name, mock in host.bound.items():
+            for name, mock in getattr(host, "bindings", None) or host.bound.items():
                 entry = served.setdefault(id(mock), Served(mock))
                 if name not in entry.names:
                     entry.names.append(name)

@@ -32,7 +32,8 @@ from mcp_host_conformance.mocks.spec import Tool
 KIB = 1024
 OUTPUT_LIMIT = 64 * KIB
 FRAMING_SLACK = KIB  # room for a status line or a marker around the output (RES-10)
-JUDGED_RESULT = 48 * KIB  # larger results are RES-10's, not judged for their text here
+JUDGED_RESULT = 48 * KIB
+MESSAGE_LIMIT = 1024 * KIB  # larger results are RES-10's, not judged for their text here
 
 
 def _plainly_answered(served: Served) -> bool:
@@ -197,6 +198,57 @@ def result_substance(self: Monitor, observed: Observed) -> Iterator[Finding]:
             rule,
             f"the model is given {says} for {what}",
             f"it got {visible(texts[0][:200])!r}; the server sent {visible(repr(pieces)[:200])}",
+        )
+
+
+def _unknowable(served: Served, tool: Tool) -> tuple[str, str] | None:
+    """(rule, how) when every call this server receives ends without an answer the host can
+    read, whatever the machine's speed: the catalog's RES-6 (no answer), RES-7 (the
+    connection lost after the call was sent: reset, closed, a 5xx, garbage, the process
+    gone, a refused resumption) and RES-8 (an answer over the message limit)."""
+    bad = served.mock.spec.misbehaviour
+    if "tools/call" in bad.stall or bad.drop_call == "stall":
+        return "RES-6", "it never answers tools/call"
+    if bad.drop_call in ("reset", "close"):
+        return "RES-7", f"the connection is {'reset' if bad.drop_call == 'reset' else 'closed'}"
+    if bad.call_http_status and bad.call_http_status >= 500:
+        return "RES-7", f"it answers tools/call with HTTP {bad.call_http_status}"
+    if bad.garbage_at == "tools/call":
+        return "RES-7", "it answers tools/call with garbage"
+    if bad.exit_at == "tools/call":
+        return "RES-7", "it exits when the call arrives"
+    if bad.poll_call == "refuse-resume":
+        return "RES-7", "it refuses to resume the call's stream"
+    # only a result is made oversized: an error answer (the tool's own, or "unknown tool" once
+    # the tools changed) comes through whole
+    oversized = bad.oversize_at == "tools/call" and bad.oversize_bytes > MESSAGE_LIMIT
+    if oversized and tool.reply.jsonrpc_error is None and not bad.change_tools_after_call:
+        return "RES-8", "its answer is over the 1 MiB message limit"
+    return None
+
+
+@monitor(
+    "unknown-told-unknown",
+    "RES-6 RES-7 RES-8",
+    "the output the model got for a call that reached a server which cannot answer it (no "
+    "answer, the connection lost after sending, an answer over 1 MiB) says `unknown`",
+)
+def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    outputs = _outputs(observed)
+    reported: set[str] = set()
+    for call, served, tool, _entry in paired(observed):
+        why = _unknowable(served, tool)
+        if why is None or call.call_id not in outputs:
+            continue
+        rule, how = why
+        said = stated_status(outputs[call.call_id])
+        if said == "unknown" or rule in reported:
+            continue
+        reported.add(rule)
+        yield self.finding(
+            rule,
+            f"a call sent to {served.label}/{tool.name} ends unknown ({how})",
+            f"the model was told {said}" if said else "the output states no status",
         )
 
 

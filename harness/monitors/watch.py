@@ -16,6 +16,7 @@ from mcp_host_conformance.harness.monitors import (  # noqa: F401 - they registe
     offered,
     results,
     secrets,
+    sessions,
     stdio,
     terminal,
 )

@@ -31,7 +31,14 @@ FAKE_CLIENT = textwrap.dedent(
         def ask(self, question, approve, acknowledge):
             if question == "hang":
                 BLOCK.wait(30)
-            c = Confirmation("docs", "dest", "query", '{"q": 1}', "careful", "Server: docs ...")
+            c = Confirmation(
+                "docs",
+                "http://127.0.0.1:1/mcp",
+                "query",
+                '{"q": 1}',
+                "The arguments are sent to this server; the client cannot control what it does.",
+                "Server: docs ...",
+            )
             answer = approve(c)
             status = "completed" if answer == "y" else "denied"
             calls = [CallResult("mcp_docs_query", status, "out")]
