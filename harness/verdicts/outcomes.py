@@ -72,7 +72,16 @@ PARTIAL: Final = "partial"  # what ran passed, but not all of its cases ran: nev
 NOT_RUN: Final = "not_run"  # a contribution: the case could not check this requirement
 
 # Worst last: a requirement's outcome is the worst of its cases' outcomes.
-OUTCOMES: Final = (NOT_APPLICABLE, NOT_OBSERVED, SKIPPED, INFO, PASSED, WARNING, EXPECTED_FAILURE, FAILED)
+OUTCOMES: Final = (
+    NOT_APPLICABLE,
+    NOT_OBSERVED,
+    SKIPPED,
+    INFO,
+    PASSED,
+    WARNING,
+    EXPECTED_FAILURE,
+    FAILED,
+)
 _RANK: Final = {name: rank for rank, name in enumerate(OUTCOMES)}
 
 NOT_APPLICABLE_PREFIX: Final = "not applicable: "
@@ -257,9 +266,7 @@ def requirement_outcome(contributions: Sequence[Contribution]) -> tuple[str, str
     unobserved = [c for c in contributions if c.outcome == NOT_OBSERVED]
     missing = [c for c in contributions if c.outcome in _DID_NOT_CHECK]
     checked = [
-        c
-        for c in contributions
-        if c.outcome not in (*_DID_NOT_CHECK, NOT_APPLICABLE, NOT_OBSERVED)
+        c for c in contributions if c.outcome not in (*_DID_NOT_CHECK, NOT_APPLICABLE, NOT_OBSERVED)
     ]
     if len(inapplicable) == len(contributions):
         return NOT_APPLICABLE, ""
