@@ -597,17 +597,12 @@ def test_no_answer_within_call_timeout_is_unknown(host, http_mock, stdio_mock, m
 
 @pytest.mark.slow
 @pytest.mark.requirements("RES-6")
-def test_default_call_timeout_is_30_seconds(host, http_mock, stdio_mock, model, description):
-    """No answer within the call timeout (30 s by default) gives `unknown`: the real default."""
-    check(
-        abs(description.call_timeout - 30.0) < 0.5,
-        ids="RES-6",
-        expected="a default call timeout of 30 s",
-        actual=f"the client declares {description.call_timeout:g} s",
-    )
+def test_default_call_timeout_is_30_seconds(host, http_mock, stdio_mock, model):
+    """No answer within the call timeout (30 s by default) gives `unknown`: observed on a host
+    started with no timeout at all (its own default), never read from its description."""
     docs = server_of(http_mock, stdio_mock, "sse", [Tool("query")], stall=["tools/call"])
     _, told_ = call_each(
-        host, model, [Variant("docs", docs, "sse")], call_timeout=description.call_timeout
+        host, model, [Variant("docs", docs, "sse")], call_timeout=None, connect_timeout=None
     )
 
     problem = told_.status_problem("docs/query", "unknown")
@@ -618,7 +613,7 @@ def test_default_call_timeout_is_30_seconds(host, http_mock, stdio_mock, model, 
     check(
         27.0 <= waited <= 40.0,
         ids="RES-6",
-        expected="the client waits about 30 s for the answer",
+        expected="the client waits about 30 s (its own default) for the answer",
         actual=f"it told the model {waited:.1f} s after sending the call",
     )
 

@@ -20,7 +20,7 @@ import io
 import os
 import sys
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,11 +44,16 @@ from mcp_host_conformance.harness.contract.adapter import (
     Turn,
     as_status,
 )
-from mcp_host_conformance.reference_client import cli
+from mcp_host_conformance.reference_client import cli, config
 from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 from mcp_host_conformance.reference_client.display import terminal_safe
-from mcp_host_conformance.reference_client.engine import HostEngine, TurnReport, open_engine
+from mcp_host_conformance.reference_client.engine import (
+    DEFAULT_CONNECT_TIMEOUT,
+    HostEngine,
+    TurnReport,
+    open_engine,
+)
 from mcp_host_conformance.reference_client.profiles import PROFILES, SettingsStore
 from mcp_host_conformance.reference_client.sessions import SessionError
 from mcp_host_conformance.reference_client.tool_review import ReviewView
@@ -211,6 +216,16 @@ class ReferenceSession:
         self._stopped: Stopped | None = None
         self._loop = _Loop()
 
+        # a timeout the harness leaves to the host is the host's own default, as `chat` has it
+        timeouts = {
+            name: value
+            for name, value in (
+                ("connect_timeout", options.connect_timeout),
+                ("call_timeout", options.call_timeout),
+            )
+            if value is not None
+        }
+
         async def open_and_start() -> tuple[HostEngine, list[Any]]:
             try:
                 engine = open_engine(
@@ -220,9 +235,8 @@ class ReferenceSession:
                     cwd=options.cwd,
                     ui=self.ui,
                     resume=options.resume,
-                    connect_timeout=options.connect_timeout,
-                    call_timeout=options.call_timeout,
                     ca_file=options.ca_file,
+                    **timeouts,
                 )
             except ConfigError as exc:
                 raise AdapterError(f"cannot read the configuration: {exc}") from None
@@ -235,7 +249,9 @@ class ReferenceSession:
                 raise
 
         try:
-            self.engine, lines = self._loop.run(open_and_start(), options.connect_timeout + 30)
+            connect = options.connect_timeout
+            bound = (connect if connect is not None else DEFAULT_CONNECT_TIMEOUT) + 30
+            self.engine, lines = self._loop.run(open_and_start(), bound)
         except BaseException:
             self._loop.stop()
             raise
@@ -275,7 +291,7 @@ class ReferenceSession:
         # A guard against a hang, never a verdict: it grows with the run's timeout scale
         # (through the scaled call timeout), since a traced run on a loaded machine reviews
         # 128 tools in more than a fixed minute.
-        return 60 + 20 * (self.options.call_timeout + 5)
+        return 60 + 20 * (self.engine.call_timeout + 5)
 
     def review_tools(self, approve: ToolApprover) -> ToolReview:
         """The tool review of profile pinning (chat's /review): every waiting tool shown,
@@ -356,6 +372,18 @@ class ReferenceAdapter:
 
     def list_servers(self, home: Path) -> Shown:
         return Shown(self._cli(home, ["mcp", "list"]))
+
+    def project_config(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
+        """The reference host reads no project configuration; its lure is its own file's
+        shape where the project would hold it if the host took the working directory for
+        HOME (`.config/mcp-reference-host/servers.json`)."""
+        own: list[config.ServerConfig] = [
+            config.HttpServerConfig(s.name, s.url, dict(s.headers), s.oauth, dict(s.oauth_client))
+            if isinstance(s, HttpServer)
+            else config.StdioServerConfig(s.name, s.command, list(s.args), dict(s.env))
+            for s in servers
+        ]
+        return {f".config/{config.APP_DIR}/{config.FILE_NAME}": config.document(own)}
 
     def start(self, options: StartOptions) -> ReferenceSession:
         return ReferenceSession(options)
