@@ -48,12 +48,8 @@ from mcp_host_conformance.reference_client import cli, config
 from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 from mcp_host_conformance.reference_client.display import terminal_safe
-from mcp_host_conformance.reference_client.engine import (
-    DEFAULT_CONNECT_TIMEOUT,
-    HostEngine,
-    TurnReport,
-    open_engine,
-)
+from mcp_host_conformance.reference_client import engine as engine_module
+from mcp_host_conformance.reference_client.engine import HostEngine, TurnReport, open_engine
 from mcp_host_conformance.reference_client.profiles import PROFILES, SettingsStore
 from mcp_host_conformance.reference_client.sessions import SessionError
 from mcp_host_conformance.reference_client.tool_review import ReviewView
@@ -217,14 +213,13 @@ class ReferenceSession:
         self._loop = _Loop()
 
         # a timeout the harness leaves to the host is the host's own default, as `chat` has it
-        timeouts = {
-            name: value
-            for name, value in (
-                ("connect_timeout", options.connect_timeout),
-                ("call_timeout", options.call_timeout),
-            )
-            if value is not None
-        }
+        # (read when the host starts: a broken client may patch it)
+        connect = options.connect_timeout
+        if connect is None:
+            connect = engine_module.DEFAULT_CONNECT_TIMEOUT
+        call = options.call_timeout
+        if call is None:
+            call = engine_module.DEFAULT_CALL_TIMEOUT
 
         async def open_and_start() -> tuple[HostEngine, list[Any]]:
             try:
@@ -236,7 +231,8 @@ class ReferenceSession:
                     ui=self.ui,
                     resume=options.resume,
                     ca_file=options.ca_file,
-                    **timeouts,
+                    connect_timeout=connect,
+                    call_timeout=call,
                 )
             except ConfigError as exc:
                 raise AdapterError(f"cannot read the configuration: {exc}") from None
@@ -249,9 +245,7 @@ class ReferenceSession:
                 raise
 
         try:
-            connect = options.connect_timeout
-            bound = (connect if connect is not None else DEFAULT_CONNECT_TIMEOUT) + 30
-            self.engine, lines = self._loop.run(open_and_start(), bound)
+            self.engine, lines = self._loop.run(open_and_start(), connect + 30)
         except BaseException:
             self._loop.stop()
             raise
