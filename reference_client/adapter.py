@@ -45,10 +45,10 @@ from mcp_host_conformance.harness.contract.adapter import (
     as_status,
 )
 from mcp_host_conformance.reference_client import cli, config
+from mcp_host_conformance.reference_client import engine as engine_module
 from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 from mcp_host_conformance.reference_client.display import terminal_safe
-from mcp_host_conformance.reference_client import engine as engine_module
 from mcp_host_conformance.reference_client.engine import HostEngine, TurnReport, open_engine
 from mcp_host_conformance.reference_client.profiles import PROFILES, SettingsStore
 from mcp_host_conformance.reference_client.sessions import SessionError
