@@ -6,8 +6,9 @@ across the next question (a retry deferred to the next turn is still a retry) an
 restart of the host in a new process with the session reopened (a retry "on recovery" is
 one too). Every way a call ends `unknown` that a host or its libraries treat differently is
 its own server: a timeout over HTTP and stdio, a reset, a close, an oversized answer, a 5xx
-status, a garbled answer, a stdio server that exits, and an SSE stream the server closes
-before the result (SSE polling: resuming it with GET and Last-Event-ID is not resending;
+status, a garbled answer, a 404 for a session the server lost (a library that initializes
+again and re-sends has sent it twice), a stdio server that exits, and an SSE stream the
+server closes before the result (SSE polling: resuming it with GET and Last-Event-ID is not resending;
 POSTing the call again is).
 
 The acknowledgement rule is checked from inside the acknowledgement callback: it runs at
@@ -39,6 +40,9 @@ CAUSES: list[tuple[str, str, dict[str, Any], str]] = [
     ("garbled", "sse", {"garbage_at": "tools/call"}, "RES-7"),
     ("stdio-exits", "stdio", {"drop_call": "close"}, "RES-7"),
     ("oversized", "json", {"oversize_at": "tools/call"}, "RES-8"),
+    # the server lost the session: 404 "Session not found" (an SDK may re-initialize and
+    # send the call again on its own)
+    ("session-lost", "json", {"call_session_lost": True}, "RES-7"),
 ]
 # SSE polling: a resuming client gets the result (completed), one that does not says unknown;
 # either way the call is POSTed once.
@@ -117,7 +121,8 @@ def test_uncertain_call_is_never_sent_twice(
     """A call is never sent twice: after a timeout, a dropped connection or an oversized
     response the server has received exactly one `tools/call` for it, from the client and
     from any library it uses: over HTTP (timeout, reset, close, 5xx, garbled, oversized, an
-    SSE stream closed before the result) and stdio (timeout, the server exits); watched
+    SSE stream closed before the result, a 404 for a session the server lost) and stdio
+    (timeout, the server exits); watched
     across a grace period, the next question, and a restart of the host in a new process
     that reopens the session."""
     mocks = {
