@@ -8,8 +8,8 @@ one too). Every way a call ends `unknown` that a host or its libraries treat dif
 its own server: a timeout over HTTP and stdio, a reset, a close, an oversized answer, a 5xx
 status, a garbled answer, a 404 for a session the server lost (a library that initializes
 again and re-sends has sent it twice), a stdio server that exits, and an SSE stream the
-server closes before the result (SSE polling: resuming it with GET and Last-Event-ID is not resending;
-POSTing the call again is).
+server closes before the result (SSE polling: resuming it with GET and Last-Event-ID is not
+resending; POSTing the call again is).
 
 The acknowledgement rule is checked from inside the acknowledgement callback: it runs at
 the moment the client asks, so it records how many requests the model service had received
