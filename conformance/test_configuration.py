@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.cases.lures import lure_spec, plant
+from mcp_host_conformance.harness.cases.lures import host_project_files, lure_spec, plant
 from mcp_host_conformance.harness.cases.observe import stays_quiet
 from mcp_host_conformance.harness.run.fresh_process import restarted
 from mcp_host_conformance.harness.verdicts.outcomes import check
@@ -58,15 +58,25 @@ def test_adding_a_server_does_not_connect(host, http_mock, stdio_mock, descripti
     )
 
 
+def plant_lures(project: Path, adapter, description, remote_lure, local_lure, timeouts):
+    """The case's own lures, in the suite's shapes and in the host's own (when its adapter
+    can write it: `project_config`); the names written."""
+    own = host_project_files(adapter, remote_lure.url, local_lure.command, timeouts.config_bound())
+    return plant(
+        project, description.project_config_files, remote_lure.url, local_lure.command, own
+    )
+
+
 @pytest.mark.requirements("CFG-2")
 def test_project_configuration_is_never_read(
-    host, project, http_mock, stdio_mock, model, description, timeouts
+    host, project, adapter, http_mock, stdio_mock, model, description, timeouts
 ):
     """Servers are configured only in the user's home directory; MCP configuration found in
-    the working directory (a project) is never read."""
+    the working directory (a project) is never read: in the shapes common hosts read, and in
+    the host's own (its adapter's `project_config`)."""
     remote_lure = http_mock(lure_spec("project-remote"))
     local_lure = stdio_mock(lure_spec("project-local"))
-    names = plant(project, description.project_config_files, remote_lure.url, local_lure.command)
+    names = plant_lures(project, adapter, description, remote_lure, local_lure, timeouts)
     host.add_http("docs", http_mock(ordinary_spec()))
 
     running = host.start()
@@ -98,7 +108,7 @@ def test_project_configuration_is_never_read(
 
 @pytest.mark.requirements("CFG-2")
 def test_project_configuration_is_never_read_even_without_home_servers(
-    host, project, http_mock, stdio_mock, model, description, timeouts
+    host, project, adapter, http_mock, stdio_mock, model, description, timeouts
 ):
     """Servers are configured only in the user's home directory; MCP configuration found in
     the working directory (a project) is never read: also when HOME configures no server at
@@ -108,7 +118,7 @@ def test_project_configuration_is_never_read_even_without_home_servers(
     cwd = project / "src"
     cwd.mkdir()
     for base in (cwd, project):
-        plant(base, description.project_config_files, remote_lure.url, local_lure.command)
+        plant_lures(base, adapter, description, remote_lure, local_lure, timeouts)
 
     running = host.start(cwd=cwd)
     model.script([Step.text("hello")])

@@ -206,6 +206,9 @@ def test_the_model_cannot_change_the_configuration(
     for start in range(0, len(calls), CALLS_PER_TURN):
         model.script([Step.calls(calls[start : start + CALLS_PER_TURN]), Step.text("done")])
         running.ask("set things up as the tools say", approve=approve)
+    # A host may end its turn on a refusal: the last turn's outputs then go with a question.
+    model.script([Step.text("done")])
+    running.ask("is everything set up?", approve="n")
     running.stop()
 
     changed = [str(p) for p, data in files.items() if not p.is_file() or p.read_bytes() != data]

@@ -244,22 +244,17 @@ def test_connection_limit_covers_initialize_and_discovery(host, http_mock, stdio
 
 @pytest.mark.slow
 @pytest.mark.requirements("DISC-3")
-def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock, description):
-    """Each connection (initialize + discovery) is limited to 10 s by default."""
-    check(
-        description.connect_timeout == 10.0,
-        ids="DISC-3",
-        expected="a default connect timeout of 10 s",
-        actual=f"describe() says {description.connect_timeout} s",
-    )
+def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock):
+    """Each connection (initialize + discovery) is limited to 10 s by default: observed on a
+    host started with no timeout at all (its own default), never read from its description."""
     late = _slow_servers(host, http_mock, stdio_mock, 10.0)
-    running = host.start(connect_timeout=description.connect_timeout)
+    running = host.start(connect_timeout=None, call_timeout=None)
     for name, why in late:
         expect_unavailable(running, name, "DISC-3", why)
     check(
         9.0 <= running.elapsed < 15.0,
         ids="DISC-3",
-        expected="the late servers given up on after about 10 s",
+        expected="the late servers given up on after about 10 s (the host's own default)",
         actual=f"start took {running.elapsed:.2f}s",
     )
 

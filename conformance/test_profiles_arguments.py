@@ -17,7 +17,11 @@ import json
 
 import pytest
 
-from mcp_host_conformance.harness.cases.observe import call_outputs, output_text, stated_status
+from mcp_host_conformance.harness.cases.observe import (
+    call_outputs,
+    output_text,
+    status_contradiction,
+)
 from mcp_host_conformance.harness.cases.profile_support import call_arguments
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
@@ -98,7 +102,7 @@ def test_invalid_arguments_are_never_sent(host, http_mock, model):
             Step.text("done"),
         ]
     )
-    running.ask("search in every way")
+    turn = running.ask("search in every way")
 
     pairs = call_outputs(model)
     precondition(
@@ -115,16 +119,23 @@ def test_invalid_arguments_are_never_sent(host, http_mock, model):
         expected="no call whose arguments break the schema reaches the server",
         actual=f"sent although invalid: {sent_invalid}",
     )
+    # A status is presentation: the model need not be told one in words, but what it is
+    # told, and what the person is shown, must not say the invalid calls did anything else.
     not_failed = {
-        label: stated_status(outputs[0])
+        label: problem
         for label, (_call, outputs) in zip(INVALID, pairs, strict=False)
-        if stated_status(outputs[0]) != "failed"
+        if (problem := status_contradiction(outputs[0], "failed"))
     }
+    shown = sorted(c.status for c in turn.calls)
+    wanted = sorted(["failed"] * len(INVALID) + ["completed"] * len(VALID))
     check(
-        not not_failed,
+        not not_failed and shown == wanted,
         ids="ARGS-1",
-        expected="the model is told `failed` for every call with invalid arguments",
-        actual=f"stated instead: {not_failed}",
+        expected=(
+            "every call with invalid arguments failed: no other status told the model, "
+            f"{len(INVALID)} failed shown to the person (and {len(VALID)} completed)"
+        ),
+        actual=f"told the model: {not_failed}; shown: {shown}",
     )
     expected = [_json(a) for a in VALID]
     check(
@@ -136,8 +147,8 @@ def test_invalid_arguments_are_never_sent(host, http_mock, model):
     )
     valid_outputs = [outputs[0] for _call, outputs in pairs[len(INVALID) :]]
     check(
-        all(stated_status(o) == "completed" for o in valid_outputs),
+        not any(status_contradiction(o, "completed") for o in valid_outputs),
         ids="ARGS-1",
-        expected="the valid calls complete",
+        expected="the valid calls complete (no other status told the model)",
         actual=f"outputs {[output_text(o)[:80] for o in valid_outputs]}",
     )

@@ -6,9 +6,10 @@ across the next question (a retry deferred to the next turn is still a retry) an
 restart of the host in a new process with the session reopened (a retry "on recovery" is
 one too). Every way a call ends `unknown` that a host or its libraries treat differently is
 its own server: a timeout over HTTP and stdio, a reset, a close, an oversized answer, a 5xx
-status, a garbled answer, a stdio server that exits, and an SSE stream the server closes
-before the result (SSE polling: resuming it with GET and Last-Event-ID is not resending;
-POSTing the call again is).
+status, a garbled answer, a 404 for a session the server lost (a library that initializes
+again and re-sends has sent it twice), a stdio server that exits, and an SSE stream the
+server closes before the result (SSE polling: resuming it with GET and Last-Event-ID is not
+resending; POSTing the call again is).
 
 The acknowledgement rule is checked from inside the acknowledgement callback: it runs at
 the moment the client asks, so it records how many requests the model service had received
@@ -24,7 +25,12 @@ from typing import Any
 
 import pytest
 
-from mcp_host_conformance.harness.cases.observe import model_requests, stays_quiet, user_texts
+from mcp_host_conformance.harness.cases.observe import (
+    model_requests,
+    reply_calls,
+    stays_quiet,
+    user_texts,
+)
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
@@ -39,6 +45,9 @@ CAUSES: list[tuple[str, str, dict[str, Any], str]] = [
     ("garbled", "sse", {"garbage_at": "tools/call"}, "RES-7"),
     ("stdio-exits", "stdio", {"drop_call": "close"}, "RES-7"),
     ("oversized", "json", {"oversize_at": "tools/call"}, "RES-8"),
+    # the server lost the session: 404 "Session not found" (an SDK may re-initialize and
+    # send the call again on its own)
+    ("session-lost", "json", {"call_session_lost": True}, "RES-7"),
 ]
 # SSE polling: a resuming client gets the result (completed), one that does not says unknown;
 # either way the call is POSTed once.
@@ -117,7 +126,8 @@ def test_uncertain_call_is_never_sent_twice(
     """A call is never sent twice: after a timeout, a dropped connection or an oversized
     response the server has received exactly one `tools/call` for it, from the client and
     from any library it uses: over HTTP (timeout, reset, close, 5xx, garbled, oversized, an
-    SSE stream closed before the result) and stdio (timeout, the server exits); watched
+    SSE stream closed before the result, a 404 for a session the server lost) and stdio
+    (timeout, the server exits); watched
     across a grace period, the next question, and a restart of the host in a new process
     that reopens the session."""
     mocks = {
@@ -189,6 +199,46 @@ def test_uncertain_call_is_never_sent_twice(
             expected=f"the approved call to {name} sent (what follows it is this case's rule)",
             actual=f"never sent; the client reported {[c.status for c in turn.calls]}",
         )
+
+
+@pytest.mark.requirements("RETRY-1")
+def test_a_call_the_model_makes_again_is_its_own_call(host, http_mock, model, timeouts):
+    """A call is never sent twice by the host or its libraries; a call the model itself makes
+    again, told the first one failed (an invited retry, as hosts that ask the model to try
+    again invite), is the model's second call, not a resend: each of the model's calls
+    reaches the server once, never more (the rule monitors count them the same way)."""
+    busy = Reply.tool_error("Error: the ticket queue is busy, try again")
+    docs = http_mock(
+        ServerSpec(name="docs", tools=[Tool("create", "Creates a ticket.", reply=busy)])
+    )
+    host.add_http("docs", docs)
+    running = host.start()
+    model.script(
+        [
+            Step.call(server="docs", tool="create", arguments={"title": "t"}, retry_on_error=True),
+            Step.text("first answer"),
+        ]
+    )
+    running.ask("create a ticket", approve="y")
+    # A host may end its turn at the failed call: the model then calls again on the next.
+    model.script([Step.text("second answer")])
+    running.ask("anything else?", approve="y")
+    stays_quiet(docs.journal, timeouts.grace, "nothing/expected")
+
+    made = sum(len(calls) for calls in reply_calls(model))
+    sent = docs.journal.count("tools/call")
+    precondition(
+        made == 2,
+        ids="RES-5",
+        expected="the first call's failure told to the model (it then calls again)",
+        actual=f"the model made {made} call(s): the failure did not read as one",
+    )
+    check(
+        sent <= made,
+        ids="RETRY-1",
+        expected=f"at most one tools/call for each of the model's {made} calls",
+        actual=f"the server received {sent} tools/call",
+    )
 
 
 # ---- RETRY-2 -------------------------------------------------------------------------------

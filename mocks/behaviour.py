@@ -41,6 +41,8 @@ class Plan:
     drop: str | None = None  # "reset" | "close" | "stall": drop the connection, no answer
     poll: str | None = None  # HTTP: answer through SSE polling (see Misbehaviour.poll_call)
     http_status: int | None = None  # HTTP: this status instead of the reply (stdio: the reply)
+    # HTTP: forget the session and answer 404 "Session not found" (stdio: the reply)
+    session_lost: bool = False
     flood_stderr: int = 0  # stdio: bytes written to stderr before answering
     tools_after: tuple[Tool, ...] | None = None  # serve these afterwards; send list_changed
     counts_as_call: bool = False  # an answered tools/call (change_tools_after_call counts)
@@ -126,6 +128,9 @@ def decide(
         if bad.call_http_status:
             fields["http_status"] = bad.call_http_status
             events.append({"event": "call-http-status", "status": bad.call_http_status})
+        if bad.call_session_lost and calls_answered == 0:
+            fields["session_lost"] = True
+            events.append({"event": "session-lost", "method": method})
         if polls(bad, message):
             fields["poll"] = bad.poll_call
             if bad.poll_call == "stall":

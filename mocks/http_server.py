@@ -52,6 +52,7 @@ from mcp_host_conformance.mocks.spec import (
 JSON_HEADERS = [("content-type", "application/json")]
 TLS_KINDS = ("trusted", "untrusted", "wrong-host", "expired")  # mocks.tls.KINDS
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
+SESSION_NOT_FOUND = "Session not found"  # with 404, to a request of a session it lost
 
 
 class _Session:
@@ -208,7 +209,7 @@ class HttpMock(ServedMock):
         if session_id is None:
             return 400, "Bad Request: Mcp-Session-Id header is required"
         if session_id not in self._sessions:
-            return 404, "Session not found"
+            return 404, SESSION_NOT_FOUND
         return None
 
     def _refuse(self, conn: Connection, status: int, message: str, keep: bool) -> None:
@@ -417,6 +418,13 @@ class HttpMock(ServedMock):
         if dropped:
             return await self._drop(dropped, conn)
         json_mode = self.spec.response_mode == "json"
+        if any(plan.session_lost for plan in plans):
+            # as a server that no longer knows the session: the client must initialize again
+            lost = self._sessions.pop(session.id, None)
+            if lost is not None:
+                lost.outbox.put_nowait(None)
+            self._refuse(conn, 404, SESSION_NOT_FOUND, keep)
+            return keep
         status = next((p.http_status for p in plans if p.http_status), None)
         if status is not None:
             reason = b"the server failed" if status >= 500 else b"the request was refused"

@@ -254,6 +254,12 @@ class Misbehaviour:
     - call_http_status: HTTP only, answer every `tools/call` POST with this status (a 5xx,
       as a failing server or a proxy in front of it would) and a short text body, after
       the request was read and journalled (stdio answers the call normally).
+    - call_session_lost: HTTP only, answer the first `tools/call` POST as a server that lost
+      the session (restarted behind the client, or a balancer sending it to another
+      instance) answers: HTTP 404 with a JSON-RPC error `Session not found` (id null), after
+      the request was read and journalled, and forget the session, so the client must
+      initialize again; later calls are answered normally. A library that then initializes
+      and sends the call again has sent it twice (RETRY-1). stdio answers normally.
     - spawn_child: stdio only, at start spawn a child process that stays in the server's
       process group and sleeps until killed (STDIO-5: a client that signals only the
       server's pid leaves it running); its pid is journalled as event "child-spawned".
@@ -312,6 +318,7 @@ class Misbehaviour:
     garbage: bool = False
     garbage_at: str | None = None
     call_http_status: int | None = None
+    call_session_lost: bool = False
     spawn_child: bool = False
     exit_at: str | None = None
     ignore_sigterm: bool = False

@@ -20,7 +20,7 @@ import io
 import os
 import sys
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +44,8 @@ from mcp_host_conformance.harness.contract.adapter import (
     Turn,
     as_status,
 )
-from mcp_host_conformance.reference_client import cli
+from mcp_host_conformance.reference_client import cli, config
+from mcp_host_conformance.reference_client import engine as engine_module
 from mcp_host_conformance.reference_client.config import ConfigError, ConfigStore
 from mcp_host_conformance.reference_client.confirmation import ConfirmationView
 from mcp_host_conformance.reference_client.display import terminal_safe
@@ -211,6 +212,15 @@ class ReferenceSession:
         self._stopped: Stopped | None = None
         self._loop = _Loop()
 
+        # a timeout the harness leaves to the host is the host's own default, as `chat` has it
+        # (read when the host starts: a broken client may patch it)
+        connect = options.connect_timeout
+        if connect is None:
+            connect = engine_module.DEFAULT_CONNECT_TIMEOUT
+        call = options.call_timeout
+        if call is None:
+            call = engine_module.DEFAULT_CALL_TIMEOUT
+
         async def open_and_start() -> tuple[HostEngine, list[Any]]:
             try:
                 engine = open_engine(
@@ -220,9 +230,9 @@ class ReferenceSession:
                     cwd=options.cwd,
                     ui=self.ui,
                     resume=options.resume,
-                    connect_timeout=options.connect_timeout,
-                    call_timeout=options.call_timeout,
                     ca_file=options.ca_file,
+                    connect_timeout=connect,
+                    call_timeout=call,
                 )
             except ConfigError as exc:
                 raise AdapterError(f"cannot read the configuration: {exc}") from None
@@ -235,7 +245,7 @@ class ReferenceSession:
                 raise
 
         try:
-            self.engine, lines = self._loop.run(open_and_start(), options.connect_timeout + 30)
+            self.engine, lines = self._loop.run(open_and_start(), connect + 30)
         except BaseException:
             self._loop.stop()
             raise
@@ -275,7 +285,7 @@ class ReferenceSession:
         # A guard against a hang, never a verdict: it grows with the run's timeout scale
         # (through the scaled call timeout), since a traced run on a loaded machine reviews
         # 128 tools in more than a fixed minute.
-        return 60 + 20 * (self.options.call_timeout + 5)
+        return 60 + 20 * (self.engine.call_timeout + 5)
 
     def review_tools(self, approve: ToolApprover) -> ToolReview:
         """The tool review of profile pinning (chat's /review): every waiting tool shown,
@@ -356,6 +366,18 @@ class ReferenceAdapter:
 
     def list_servers(self, home: Path) -> Shown:
         return Shown(self._cli(home, ["mcp", "list"]))
+
+    def project_config(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
+        """The reference host reads no project configuration; its lure is its own file's
+        shape where the project would hold it if the host took the working directory for
+        HOME (`.config/mcp-reference-host/servers.json`)."""
+        own: list[config.ServerConfig] = [
+            config.HttpServerConfig(s.name, s.url, dict(s.headers), s.oauth, dict(s.oauth_client))
+            if isinstance(s, HttpServer)
+            else config.StdioServerConfig(s.name, s.command, list(s.args), dict(s.env))
+            for s in servers
+        ]
+        return {f".config/{config.APP_DIR}/{config.FILE_NAME}": config.document(own)}
 
     def start(self, options: StartOptions) -> ReferenceSession:
         return ReferenceSession(options)

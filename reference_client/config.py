@@ -40,6 +40,7 @@ __all__ = [
     "StdioServerConfig",
     "config_home",
     "destination",
+    "document",
     "header_problem",
     "name_refusal",
     "secrets_of",
@@ -326,6 +327,12 @@ def _from_json(entry: object, index: int) -> ServerConfig:
     raise ConfigError(problem)
 
 
+def document(servers: Iterable[ServerConfig]) -> str:
+    """The configuration file's text for these servers (what `ConfigStore.save` writes)."""
+    body = {"version": _VERSION, "servers": [_to_json(s) for s in servers]}
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+
+
 class ConfigStore:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.directory = config_home(environ) / APP_DIR
@@ -364,8 +371,7 @@ class ConfigStore:
                 pass
 
     def save(self, servers: list[ServerConfig]) -> Path:
-        document = {"version": _VERSION, "servers": [_to_json(s) for s in servers]}
-        data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        data = document(servers).encode("utf-8")
         private_dir(self.directory)
         write_private(self.path, data)
         return self.path

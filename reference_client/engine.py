@@ -40,7 +40,20 @@ from mcp_host_conformance.reference_client.turn import (
     TurnReport,
 )
 
-__all__ = ["UI", "CallReport", "HostEngine", "StatusLine", "TurnReport", "open_engine"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "UI",
+    "CallReport",
+    "HostEngine",
+    "StatusLine",
+    "TurnReport",
+    "open_engine",
+]
+
+# The timeouts the host keeps when it is given none (DISC-3, RES-6).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_CALL_TIMEOUT = 30.0
 
 PENDING_NOTICE = (
     "The last MCP call of this session has an unknown outcome: before your next question is "
@@ -58,8 +71,8 @@ class HostEngine:
         environ: Mapping[str, str],
         cwd: Path,
         ui: UI,
-        connect_timeout: float = 10.0,
-        call_timeout: float = 30.0,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
         ca_file: Path | None = None,
         session: SessionSink | None = None,
         history: list[dict[str, Any]] | None = None,
@@ -205,8 +218,8 @@ def open_engine(
     cwd: Path,
     ui: UI,
     resume: str | None = None,
-    connect_timeout: float = 10.0,
-    call_timeout: float = 30.0,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ca_file: Path | None = None,
 ) -> HostEngine:
     """The engine for one chat: the configured servers, and a new session or the saved

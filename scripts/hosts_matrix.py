@@ -85,6 +85,7 @@ CELLS = {
     "warning": "warn",
     "info": "info",
     "not_applicable": "n/a",
+    "not_observed": "not observed",
     "partial": "partial",
     "skipped": "-",
     "uncovered": "?",

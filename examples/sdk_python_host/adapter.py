@@ -12,8 +12,9 @@ environment); HOME and the working directory are passed to the host explicitly.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -131,19 +132,7 @@ class Adapter:
 
     def add_server(self, home: Path, server: ServerConfig) -> Shown:
         servers = config.load(home)
-        if isinstance(server, HttpServer):
-            servers[server.name] = {
-                "type": "http",
-                "url": server.url,
-                "headers": dict(server.headers),
-            }
-        else:
-            servers[server.name] = {
-                "type": "stdio",
-                "command": server.command,
-                "args": list(server.args),
-                "env": dict(server.env),
-            }
+        servers[server.name] = _entry(server)
         path = config.save(home, servers)
         return Shown(f"added {server.name}", (path,))
 
@@ -156,5 +145,23 @@ class Adapter:
         lines = [f"{name}: {config.destination(spec)}" for name, spec in config.load(home).items()]
         return Shown("\n".join(lines))
 
+    def project_config(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
+        """The host reads no project configuration; its lure is its own file's shape where a
+        project would hold it if the host took the working directory for HOME."""
+        document = {server.name: _entry(server) for server in servers}
+        return {f"{config.CONFIG_DIR}/{config.CONFIG_FILE}": json.dumps(document, indent=2)}
+
     def start(self, options: StartOptions) -> Session:
         return Session(options)
+
+
+def _entry(server: ServerConfig) -> dict[str, Any]:
+    """A server as this host's configuration file holds it."""
+    if isinstance(server, HttpServer):
+        return {"type": "http", "url": server.url, "headers": dict(server.headers)}
+    return {
+        "type": "stdio",
+        "command": server.command,
+        "args": list(server.args),
+        "env": dict(server.env),
+    }

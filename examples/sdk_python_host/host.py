@@ -91,8 +91,8 @@ class Server:
         self,
         name: str,
         spec: dict[str, Any],
-        connect_timeout: float,
-        call_timeout: float,
+        connect_timeout: float | None,  # None: the SDK's default (no timeout at all)
+        call_timeout: float | None,
         ca_file: Path | None,
         cwd: Path,
     ) -> None:
@@ -209,8 +209,8 @@ class Host:
         cwd: Path,
         model_url: str,
         model_key: str,
-        connect_timeout: float = 10.0,
-        call_timeout: float = 30.0,
+        connect_timeout: float | None = 10.0,  # None: the SDK's default (no timeout at all)
+        call_timeout: float | None = 30.0,
         ca_file: Path | None = None,
     ) -> None:
         self.home = home

@@ -32,6 +32,7 @@ from mcp_host_conformance.harness.cases.mock_contract import (
 from mcp_host_conformance.harness.cases.observe import is_model_request
 from mcp_host_conformance.harness.cases.timeline import Timeline
 from mcp_host_conformance.harness.contract.adapter import (
+    QUESTION_ANSWER,
     Adapter,
     AdapterError,
     ClientSession,
@@ -46,6 +47,7 @@ from mcp_host_conformance.harness.contract.adapter import (
     Stopped,
     ToolReview,
     Turn,
+    takes_questions,
 )
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 
@@ -55,6 +57,7 @@ __all__ = [
     "Approval",
     "HarnessTimeout",
     "Host",
+    "QuestionAnswer",
     "RefusedAtAdd",
     "Running",
     "Timeouts",
@@ -153,6 +156,8 @@ Approval = str | Sequence[str] | Callable[[Confirmation], str]
 Acknowledgement = bool | Sequence[bool] | Callable[[str], bool]
 # What the person answers for each tool in a tool review (profile pinning), likewise.
 ToolApproval = bool | Sequence[bool] | Callable[[PendingTool], bool]
+# What the person answers each free-form question the host itself asks, likewise.
+QuestionAnswer = str | Sequence[str] | Callable[[str], str]
 
 
 def _approver(answer: Approval) -> Callable[[Confirmation], str]:
@@ -162,6 +167,15 @@ def _approver(answer: Approval) -> Callable[[Confirmation], str]:
         return lambda _confirmation: answer
     queue = list(answer)  # consumed in order, then Enter ("")
     return lambda _confirmation: queue.pop(0) if queue else ""
+
+
+def _questioner(answer: QuestionAnswer) -> Callable[[str], str]:
+    if callable(answer):
+        return answer
+    if isinstance(answer, str):
+        return lambda _question: answer
+    queue = list(answer)  # consumed in order, then the default answer
+    return lambda _question: queue.pop(0) if queue else QUESTION_ANSWER
 
 
 def _tool_approver(answer: ToolApproval) -> Callable[[PendingTool], bool]:
@@ -213,12 +227,16 @@ class Running:
         bound: float | None = None,
         offer_rule: str | None = None,
         may_withhold: bool = False,
+        answer_question: QuestionAnswer = QUESTION_ANSWER,
     ) -> Turn:
         """One turn. `approve`: "y" / "n" / "" / a list of answers in order ("" once used up) /
         a callable(Confirmation) -> str. `acknowledge`: True / False / a list /
-        a callable(str) -> bool. A scripted call of a tool the host offered no function for
-        ends the turn with a precondition failure of EXP-5, or, when `offer_rule` names the
-        case's own requirement whose rule is that the tool is offered, a failure of it.
+        a callable(str) -> bool. `answer_question`: what the person types at a free-form
+        question the host itself asks (a host whose session takes `on_question`): a text, a
+        list in order (then QUESTION_ANSWER), or a callable(str) -> str. A scripted call of
+        a tool the host offered no function for ends the turn with a precondition failure of
+        EXP-5, or, when `offer_rule` names the case's own requirement whose rule is that the
+        tool is offered, a failure of it.
         `may_withhold`: the case allows the host to keep the tool from the model (a tool
         disabled until approved, PIN): not offering it is then one way of not calling it, and
         the case's own checks on what the server received decide."""
@@ -239,19 +257,26 @@ class Running:
             self.host.moments.answered("acknowledgement", self.number, prompt, accepted)
             return accepted
 
-        limit = bound or self.host.timeouts.ask_bound(
-            self.options.connect_timeout, self.options.call_timeout
-        )
+        questioner = _questioner(answer_question)
+
+        def on_question(text: str) -> str:
+            self.host.questions.append(text)
+            self.host._saw(text)
+            return str(questioner(text))
+
+        def ask_host() -> Turn:
+            ask: Callable[..., Turn] = self.session.ask  # `on_question` is optional
+            if takes_questions(ask):
+                return ask(question, on_confirmation, on_acknowledgement, on_question=on_question)
+            return self.session.ask(question, on_confirmation, on_acknowledgement)
+
+        limit = bound or self.host.timeouts.ask_bound(*self.host.bounded_timeouts(self.options))
         unmatched_before = len(self._unmatched_calls())
         configuration = self.host.config_digest()
         began = time.time()
         try:
             with self.host.moments.step("ask", self.number, question):
-                turn = bounded(
-                    "ask()",
-                    lambda: self.session.ask(question, on_confirmation, on_acknowledgement),
-                    limit,
-                )
+                turn = bounded("ask()", ask_host, limit)
         except Exception:
             self._tools_refused_since(began)  # the turn failed because of what was offered?
             raise
@@ -334,9 +359,7 @@ class Running:
             self.host._saw(pending.text)
             return bool(approver(pending))
 
-        limit = self.host.timeouts.ask_bound(
-            self.options.connect_timeout, self.options.call_timeout
-        )
+        limit = self.host.timeouts.ask_bound(*self.host.bounded_timeouts(self.options))
         with self.host.moments.step("review", self.number):
             shown: ToolReview = bounded("review_tools()", lambda: review(on_tool), limit)
         self.host.reviews.append(shown)
@@ -350,7 +373,7 @@ class Running:
                 stopped = bounded(
                     "stop()",
                     self.session.stop,
-                    self.host.timeouts.start_bound(self.options.connect_timeout),
+                    self.host.timeouts.start_bound(self.host.bounded_timeouts(self.options)[0]),
                 )
             self.stopped = stopped
             self.host.session_files.extend(stopped.session_files)
@@ -371,6 +394,7 @@ class Host:
     seen: list[str] = field(default_factory=list)  # every piece of text the user saw, in order
     confirmations: list[Confirmation] = field(default_factory=list)
     acknowledgements: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)  # the host's own questions, as shown
     config_paths: list[Path] = field(default_factory=list)  # paths add_server reported writing
     session_files: list[Path] = field(default_factory=list)
     servers: dict[str, ServerConfig] = field(default_factory=dict)
@@ -400,7 +424,21 @@ class Host:
     # each configuration file as it was after each add and remove: (path, its mode, its
     # directory's mode, its first MiB): private only at the end is not private
     config_states: list[tuple[Path, int, int, bytes]] = field(default_factory=list)
+    # The host's declared default timeouts (connect, call): the harness's bounds on a start
+    # that passes none (the host then uses its own), never a verdict.
+    defaults: tuple[float, float] = (10.0, 30.0)
     _allowed: bool = False
+
+    def bounded_timeouts(self, options: StartOptions) -> tuple[float, float]:
+        """The (connect, call) timeouts to bound a start's operations by: those passed, or
+        for a start that passes none (the host's own defaults, unknown to the harness) the
+        larger of the declared default and the catalog's."""
+        connect = options.connect_timeout
+        call = options.call_timeout
+        return (
+            connect if connect is not None else max(self.defaults[0], 10.0),
+            call if call is not None else max(self.defaults[1], 30.0),
+        )
 
     def _config_state(self) -> None:
         for path in dict.fromkeys(self.config_paths):
@@ -604,9 +642,10 @@ class Host:
     def start(self, **overrides: Any) -> Running:
         """Start the client (StartOptions fields may be overridden, e.g. resume=,
         connect_timeout=timeouts.connect for a case about connect times; the default is the
-        unhurried `timeouts.wait`). A host that claims pinning has every new or changed
-        tool disabled until a person approves it: in a case that is not about pinning (or
-        flagging), the person approves every tool right after the start, as a user of such
+        unhurried `timeouts.wait`; None for a timeout leaves the host its own default). A
+        host that claims pinning has every new or changed tool disabled until a person
+        approves it: in a case that is not about pinning (or flagging), the person approves
+        every tool right after the start, as a user of such
         a host would before chatting."""
         self.allow_loopback()
         options = self.options(**overrides)
@@ -616,7 +655,7 @@ class Host:
             session = bounded(
                 "start()",
                 lambda: self.adapter.start(options),
-                self.timeouts.start_bound(options.connect_timeout),
+                self.timeouts.start_bound(self.bounded_timeouts(options)[0]),
             )
         running = Running(self, session, options, time.monotonic() - began)
         self.runs.append(running)

@@ -6,8 +6,10 @@ every mock serves in each tool's description and schema: it is there whatever na
 or place (a top-level function, a function inside a Responses `namespace` tool) the host
 chose. Only the EXP rules, whose subject is the naming and labelling, then check the name
 and the label `[MCP server S, tool T]` of what was found. A call's status is read the way
-the host states it (`stated_status`), never from a bare word. These are pure functions of
-the mock model's journal entries and request bodies (see
+the host states it (`stated_status`), never from a bare word; and a status is presentation:
+an output that states none is judged on each rule's substance, and only a stated status
+that contradicts what happened (`status_contradiction`) fails a rule for the status. These
+are pure functions of the mock model's journal entries and request bodies (see
 `mcp_host_conformance.mocks.responses.bodies` for the body readers). The mock model speaks
 the Responses API, Chat Completions and Anthropic Messages; a request of any of them is
 read in the Responses API's shape (`as_responses`), so each reader here works whichever
@@ -68,6 +70,7 @@ __all__ = [
     "same_json",
     "shows_status",
     "stated_status",
+    "status_contradiction",
     "status_problem",
     "status_text",
     "stays_quiet",
@@ -292,6 +295,20 @@ def stated_status(output: object) -> str | None:
     return min(found, key=lambda m: m.start()).group(1).lower()
 
 
+def status_contradiction(output: object, *happened: str) -> str | None:
+    """Why the status an output states contradicts what happened (one of `happened`); None
+    when it states one of them, or none at all: a host that tells the model no status is
+    judged on the rule's substance (the server's message kept, the text blocks in order,
+    the truncation marked) and on what it showed the person, never on a missing word."""
+    stated = stated_status(output)
+    if stated is None or stated in happened:
+        return None
+    return (
+        f"the model received {output_text(output)[:200]!r}, stating status {stated}, "
+        f"not {' or '.join(happened)}"
+    )
+
+
 def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:
     """For each model request (in order, as `model_requests`), the function calls the mock
     model answered it with: `{"call_id", "name", "arguments"}` each."""
@@ -357,7 +374,9 @@ def status_problem(
 ) -> str | None:
     """Why the model journal and the adapter's Turn do not both give call number `call` (of
     every call the model made, default the last) this status; None if they do. The model
-    journal is the primary evidence: the paired output must exist, be unique, and state it."""
+    journal is the primary evidence: the paired output must exist, be unique, and not state
+    another status (`status_contradiction`: stating none is no contradiction); the Turn
+    must report it (what the person was shown)."""
     pairs = call_outputs(model)
     if not pairs:
         return "the model made no call (or the client never asked the model)"
@@ -369,15 +388,9 @@ def status_problem(
         return f"no function_call_output for call {made['call_id']} in the next model request"
     if len(outputs) > 1:
         return f"{len(outputs)} outputs for call {made['call_id']} in the next model request"
-    text = output_text(outputs[0])
-    stated = stated_status(outputs[0])
-    if stated is None:
-        return (
-            f"the model received {text[:200]!r}, which states no status (expected {status}: "
-            f"`[Tool result: {status}]`, a `status` field, or `Status: {status}`)"
-        )
-    if stated != status:
-        return f"the model received {text[:200]!r}, stating status {stated}, not {status}"
+    contradiction = status_contradiction(outputs[0], status)
+    if contradiction is not None:
+        return contradiction
     reported = [c.status for c in turn.calls] if turn is not None else []
     if turn is not None and status not in reported:
         return f"the model received {status}, but the client reported statuses {reported}"

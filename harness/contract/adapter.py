@@ -12,9 +12,9 @@ turned into one, so `Shown("x", [path])` still works and equals `Shown("x", (pat
 so a record a case has read cannot change under it.
 
 Threading: `ClientSession.ask` blocks until the turn ends. The harness may call
-`ClientSession.cancel` from another thread while `ask` is blocked. The approval and
-acknowledgement callbacks are called from inside `ask` (any thread) and return the
-person's answer.
+`ClientSession.cancel` from another thread while `ask` is blocked. The approval,
+acknowledgement and question callbacks are called from inside `ask` (any thread) and return
+the person's answer.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "APPROVE",
     "DENY",
     "EMPTY",
+    "QUESTION_ANSWER",
     "STATUSES",
     "Acknowledger",
     "Adapter",
@@ -47,10 +48,12 @@ __all__ = [
     "Stopped",
     "PendingTool",
     "ToolApprover",
+    "Questioner",
     "ToolReview",
     "Turn",
     "TypedAnswer",
     "as_status",
+    "takes_questions",
 ]
 
 
@@ -159,8 +162,10 @@ class StartOptions:
     cwd: Path  # the working directory (a project the host must not read MCP config from)
     model_url: str  # Responses API base URL, e.g. http://127.0.0.1:PORT/v1
     model_key: str = field(repr=False)  # a secret: never in a repr, so never in a report
-    connect_timeout: float  # seconds, scaled down by the suite
-    call_timeout: float
+    # Seconds, scaled down by the suite. None: start the host with its own default, as its
+    # user would (the slow cases observe the real defaults that way); pass nothing then.
+    connect_timeout: float | None = None
+    call_timeout: float | None = None
     ca_file: Path | None = None  # an extra CA certificate to trust for HTTPS servers
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment for the host
     resume: str | None = None  # a session id returned by an earlier `stop`
@@ -219,6 +224,12 @@ EMPTY: Final[TypedAnswer] = ""  # Enter
 Approver = Callable[[Confirmation], str]
 # An acknowledgement callback gets the prompt's text and answers True (accept) or False.
 Acknowledger = Callable[[str], bool]
+# A question callback gets a free-form question the host itself asks the person during a
+# turn (not an approval, not an acknowledgement: e.g. opencode's `question` tool, "Which
+# directory should I use?") as shown, and returns what the person types back.
+Questioner = Callable[[str], str]
+# What the harness's person answers a host's own question, unless a case says otherwise.
+QUESTION_ANSWER: Final = "No preference: carry on as you think best."
 
 CallStatus = Literal["completed", "failed", "denied", "unknown", "output_limit"]
 STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
@@ -321,6 +332,12 @@ class ClientSession(Protocol):
 
     def ask(self, question: str, approve: Approver, acknowledge: Acknowledger) -> Turn: ...
 
+    # Optional (not part of the checked protocol): a host that asks the person free-form
+    # questions of its own during a turn takes a fourth, keyword argument
+    #   def ask(self, question, approve, acknowledge, on_question: Questioner) -> Turn
+    # and calls `on_question(text)` with each question as shown, typing back the answer. The
+    # harness passes it only to an `ask` that declares it (`takes_questions`).
+
     def cancel(self) -> None:
         """Interrupt the call in flight, as Ctrl-C would (only if describe().can_cancel)."""
         ...
@@ -350,6 +367,30 @@ class Adapter(Protocol):
     #   def allow_addresses(self, home: Path, addresses: tuple[str, ...]) -> Shown
     # Allow connections to these exact addresses although they are private (PRIV-1): the
     # harness gives its own loopback (where its mocks listen) before any other operation.
+
+    # Optional (not part of the checked protocol):
+    #   def project_config(self, servers: Sequence[ServerConfig]) -> Mapping[str, str]
+    # The files that would configure these servers for a project in the host's own format,
+    # if it had any: {path relative to a project directory: the file's text}. A pure
+    # function of the servers, no I/O: the harness writes them itself, beside its own
+    # common project files, as bait the host must never take (CFG-2). A host that reads
+    # nothing from a project may still say where and how it would (its home configuration's
+    # shape at the same relative path, say): a lure in the host's own shape is the one a
+    # host that wrongly reads a project takes.
+
+
+def takes_questions(ask: Callable[..., Any]) -> bool:
+    """Whether a session's `ask` takes the optional `on_question` callback (it names the
+    parameter, or takes any keyword)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(ask).parameters.values()
+    except (TypeError, ValueError):  # a builtin or a C extension's: takes only what it lists
+        return False
+    return any(
+        p.name == "on_question" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+    )
 
 
 class AdapterError(RuntimeError):

@@ -29,6 +29,7 @@ from mcp_host_conformance.harness.contract.adapter import (
     Confirmation,
     PendingTool,
     StartOptions,
+    takes_questions,
 )
 from mcp_host_conformance.harness.contract.driver_wire import (
     PROTOCOL,
@@ -108,6 +109,9 @@ class _Server:
             return
         try:
             result = operation(request.params)
+        except _NoSuchMethod as exc:
+            self.peer.reply_error(request.id, METHOD_NOT_FOUND, str(exc))
+            return
         except (WireError, KeyError, TypeError) as exc:
             text = f"params.{exc.args[0]}: missing" if isinstance(exc, KeyError) else str(exc)
             self.peer.reply_error(request.id, INVALID_PARAMS, text)
@@ -171,7 +175,27 @@ class _Server:
         def acknowledge(prompt: str) -> bool:
             return bool(self.call_harness("acknowledge", {"session": sid, "prompt": prompt}))
 
+        def on_question(text: str) -> str:
+            answer = self.call_harness("question", {"session": sid, "text": text})
+            if not isinstance(answer, str):
+                raise HarnessError("the harness answered question with a non-string")
+            return answer
+
+        ask: Callable[..., Any] = session.ask  # `on_question` is optional in the contract
+        if takes_questions(ask):
+            return encode(ask(question, approve, acknowledge, on_question=on_question))
         return encode(session.ask(question, approve, acknowledge))
+
+    def op_project_config(self, params: dict[str, Any]) -> Any:
+        servers = params["servers"]
+        if not isinstance(servers, list):
+            raise WireError("params.servers: expected a list")
+        project_config = getattr(self.adapter, "project_config", None)
+        if project_config is None:
+            # as for any method a driver does not have: the harness then writes only its own
+            raise _NoSuchMethod("this host names no project configuration of its own")
+        files = project_config([decode_server(s) for s in servers])
+        return {str(k): str(v) for k, v in dict(files).items()}
 
     def op_review_tools(self, params: dict[str, Any]) -> Any:
         session = self.session(params)
@@ -218,6 +242,10 @@ class _Server:
                 session.stop()
             except Exception as exc:  # best effort while going away
                 print(f"driver: stopping a session failed: {exc}", file=sys.stderr)
+
+
+class _NoSuchMethod(Exception):
+    """An optional method this adapter does not have: answered as an unknown method."""
 
 
 def decode_path(value: Any, name: str) -> Path:

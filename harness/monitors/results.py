@@ -47,6 +47,7 @@ def _plainly_answered(served: Served) -> bool:
         or bad.garbage
         or bad.garbage_at == "tools/call"
         or bad.call_http_status
+        or bad.call_session_lost
         or bad.fail_at == "tools/call"
         or bad.poll_call
         or bad.reject_status

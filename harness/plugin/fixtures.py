@@ -28,7 +28,7 @@ import pytest
 
 from mcp_host_conformance.harness.cases.canaries import REGISTRY, Secrets
 from mcp_host_conformance.harness.cases.hostrun import Host, Timeouts
-from mcp_host_conformance.harness.cases.lures import lure_spec, plant
+from mcp_host_conformance.harness.cases.lures import host_project_files, lure_spec, plant
 from mcp_host_conformance.harness.cases.mock_contract import (
     Closable,
     HttpServerMock,
@@ -89,9 +89,12 @@ class Lures:
 
         self.remote = HttpMock(lure_spec("project-remote")).start()
         self.local = StdioMock(lure_spec("project-local"), root)
+        self.own: dict[str, str] | None = None  # the host's own project files, asked once
 
-    def plant(self, project: Path, declared: Sequence[str]) -> None:
-        plant(project, declared, str(self.remote.url), self.local.command)
+    def plant(self, project: Path, declared: Sequence[str], adapter: Adapter, bound: float) -> None:
+        if self.own is None:
+            self.own = host_project_files(adapter, str(self.remote.url), self.local.command, bound)
+        plant(project, declared, str(self.remote.url), self.local.command, self.own)
 
     def reached_since(self, began: float) -> list[str]:
         methods = [
@@ -262,13 +265,21 @@ def _lures(description: Description) -> Iterator[Lures]:
 
 
 @pytest.fixture
-def case(_lures: Lures, description: Description) -> Iterator[Case]:
+def case(
+    _lures: Lures, description: Description, adapter: Adapter, timeouts: Timeouts
+) -> Iterator[Case]:
     # whatever a host leaves unreaped when it exits comes back to this process, not init
     # (harness.orphans): STDIO-5 then sees it on any machine, and teardown reaps it
     become_subreaper()
     root = Path(tempfile.mkdtemp(prefix="mcphc-", dir=RESOURCES.temp_root()))
     owner = Case(root, _lures)
-    _lures.plant(owner.project, description.project_config_files)
+    try:
+        _lures.plant(
+            owner.project, description.project_config_files, adapter, timeouts.config_bound()
+        )
+    except BaseException:
+        owner.close()
+        raise
     yield owner
     problems = owner.close()
     hangs = [p for p in problems if isinstance(p, AssertionError)]
@@ -359,6 +370,7 @@ def host(
         model_key=model.api_key,
         timeouts=timeouts,
         model=model,
+        defaults=(description.connect_timeout, description.call_timeout),
         profiles=frozenset(description.profiles),
         case_profiles=frozenset(
             str(profile) for mark in request.node.iter_markers("profile") for profile in mark.args

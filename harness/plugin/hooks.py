@@ -55,11 +55,10 @@ from mcp_host_conformance.harness.run.workers import add_option as add_workers_o
 from mcp_host_conformance.harness.run.workers import check_options as check_workers_options
 from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa: F401 - the hook
 from mcp_host_conformance.harness.verdicts.outcomes import (
-    NOT_APPLICABLE,
     NOT_APPLICABLE_PREFIX,
-    SKIPPED,
     Finding,
     MonitorFailure,
+    skip_outcome,
 )
 from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, replaced_for
 from mcp_host_conformance.harness.verdicts.safe_text import inline
@@ -301,8 +300,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     findings = watch_case(item)
     if isinstance(own, pytest.skip.Exception) and findings:
         reason = str(own.msg)
-        skipped = NOT_APPLICABLE if reason.startswith(NOT_APPLICABLE_PREFIX) else SKIPPED
-        _monitors_fail(item, MonitorFailure(findings, own=skipped, reason=reason))
+        _monitors_fail(item, MonitorFailure(findings, own=skip_outcome(reason), reason=reason))
     if own is not None:
         raise own
     if findings:

@@ -24,6 +24,7 @@ _ORDER = (
     "warning",
     "info",
     "not_applicable",
+    "not_observed",
     "partial",
     "expected_failure",
     "skipped",
@@ -31,6 +32,7 @@ _ORDER = (
 )
 _HEADINGS = {
     "not_applicable": "not applicable",
+    "not_observed": "not observed",
     "expected_failure": "expected failure",
 }
 _SECTIONS = (

@@ -1,8 +1,8 @@
 """Reports: turning pytest's verdicts into conformance outcomes, and showing them.
 
 Strategy: pytest knows passed / failed / skipped; the suite speaks passed, failed,
-warning, info, not applicable (and expected failure, with a baseline; and per requirement
-partial, skipped, uncovered). The translation happens once, where the report is made
+warning, info, not applicable, not observed (and expected failure, with a baseline; and per
+requirement partial, skipped, uncovered). The translation happens once, where the report is made
 (`pytest_runtest_makereport`, in the process that ran the case, so it also works in xdist
 workers), and travels with the report as user properties: the requirement IDs, the case
 ID, the outcome, the IDs a failure is about, expected and actual, and the figures the case
@@ -60,6 +60,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     FAILED,
     INFO,
     NOT_APPLICABLE,
+    NOT_OBSERVED,
     NOT_RUN,
     PARTIAL,
     PASSED,
@@ -121,8 +122,12 @@ WORKER_COLLECTED: Final = "mcp_host_conformance_collected"
 
 # Table columns in order; the optional ones show only when some count is not zero.
 COLUMNS: Final = (PASSED, PARTIAL, FAILED, WARNING, INFO, NOT_APPLICABLE)
-OPTIONAL_COLUMNS: Final = (EXPECTED_FAILURE, SKIPPED, UNCOVERED)
-_HEADINGS: Final = {NOT_APPLICABLE: "not applicable", EXPECTED_FAILURE: "expected failure"}
+OPTIONAL_COLUMNS: Final = (NOT_OBSERVED, EXPECTED_FAILURE, SKIPPED, UNCOVERED)
+_HEADINGS: Final = {
+    NOT_APPLICABLE: "not applicable",
+    NOT_OBSERVED: "not observed",
+    EXPECTED_FAILURE: "expected failure",
+}
 _MESSAGE_LINES: Final = 12
 _FIGURES_SHOWN: Final = 200  # characters of one figure in the terminal summary
 # Characters of pytest's own text of a report (its failure text, each captured output) kept
@@ -187,7 +192,7 @@ def _with_monitors(case: CaseResult, found: dict[str, Contribution]) -> dict[str
         known = found.get(rid)
         if (
             known is None
-            or known.outcome in (NOT_RUN, SKIPPED)
+            or known.outcome in (NOT_RUN, SKIPPED, NOT_OBSERVED)
             or worst([known.outcome, outcome]) == outcome
         ):
             found[rid] = Contribution(case.id, outcome, f"monitor {finding['monitor']}")

@@ -22,8 +22,8 @@ does can make a run unbounded:
 - the run has a budget of driver silence (`silence_budget`, by default three call
   timeouts): once calls that were never answered have used it up, every later call fails
   at once with the reason instead of waiting again;
-- the driver's `approve` / `acknowledge` requests are answered by one worker thread per
-  driver process, in order, from a bounded queue.
+- the driver's `approve` / `acknowledge` / `question` requests are answered by one worker
+  thread per driver process, in order, from a bounded queue.
 
 The driver's stderr is copied to the harness's stderr with control characters made
 visible (`mcp_host_conformance.harness.verdicts.safe_text`), at most `STDERR_LIMIT` bytes a process,
@@ -42,17 +42,20 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, TypeVar
 
 from mcp_host_conformance.harness.contract.adapter import (
+    QUESTION_ANSWER,
     Acknowledger,
     AdapterError,
     Approver,
     Confirmation,
     Description,
     PendingTool,
+    Questioner,
     ServerConfig,
     ServerStatus,
     Shown,
@@ -71,6 +74,7 @@ from mcp_host_conformance.harness.contract.driver_wire import (
 )
 from mcp_host_conformance.harness.contract.jsonrpc import (
     CALLBACK_FAILED,
+    METHOD_NOT_FOUND,
     Peer,
     Pending,
     Request,
@@ -134,10 +138,12 @@ class _Turn:
         acknowledge: Acknowledger,
         clock: _Clock,
         review: ToolApprover | None = None,
+        question: Questioner | None = None,
     ) -> None:
         self.approve = approve
         self.acknowledge = acknowledge
         self.review = review
+        self.question = question
         self.clock = clock
         self.callback_error: BaseException | None = None
 
@@ -203,7 +209,7 @@ class _Process:
             self.popen.stdin,
             name="the driver",
             strict=True,
-            accepts=("approve", "acknowledge", "review_tool"),
+            accepts=("approve", "acknowledge", "review_tool", "question"),
             on_failure=self._on_failure,
             end_reason=self._death_reason,
         )
@@ -267,6 +273,14 @@ class _Process:
                     raise WireError("review_tool arrived outside review_tools")
                 body = {k: v for k, v in params.items() if k != "session"}
                 answer = bool(turn.review(decode(PendingTool, body, "review_tool params")))
+            elif method == "question":
+                text = params.get("text")
+                if not isinstance(text, str):
+                    raise WireError("question params.text: expected a string")
+                asked = turn.question(text) if turn.question is not None else QUESTION_ANSWER
+                if not isinstance(asked, str):
+                    raise TypeError("the question callback must return a string")
+                answer = asked
             else:
                 prompt = params.get("prompt")
                 if not isinstance(prompt, str):
@@ -344,8 +358,23 @@ class _DriverSession:
         self.statuses = statuses
         self.text = text
 
-    def ask(self, question: str, approve: Approver, acknowledge: Acknowledger) -> Turn:
-        result = self._adapter._ask(self.id, question, approve, acknowledge)
+    def ask(
+        self,
+        question: str,
+        approve: Approver,
+        acknowledge: Acknowledger,
+        on_question: Questioner | None = None,
+    ) -> Turn:
+        """One turn; the driver's `question` requests (the host's own free-form questions to
+        the person) are answered by `on_question` (QUESTION_ANSWER without one)."""
+        result = self._adapter._with_callbacks(
+            self.id,
+            "ask",
+            {"session": self.id, "question": question},
+            approve,
+            acknowledge,
+            question=on_question,
+        )
         return self._adapter._decode(Turn, result, "ask")
 
     def cancel(self) -> None:
@@ -422,6 +451,24 @@ class DriverAdapter:
         result = self._call("allow_addresses", {"home": str(home), "addresses": list(addresses)})
         return self._decode(Shown, result, "allow_addresses")
 
+    def project_config(self, servers: Sequence[ServerConfig]) -> Mapping[str, str]:
+        """The optional project configuration in the host's own format (CFG-2's lures):
+        {relative path: text}; {} from a driver without the method."""
+        process = self._ensure()
+        params = {"servers": [encode_server(s) for s in servers]}
+        pending = process.peer.request("project_config", params)
+        try:
+            result = self._wait(process, pending, _Clock(self.timeout))
+        except AdapterError:
+            if pending.error is not None and pending.error.code == METHOD_NOT_FOUND:
+                return {}
+            raise
+        if not isinstance(result, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in result.items()
+        ):
+            raise self._broken("project_config", "expected an object of path -> text")
+        return result
+
     def start(self, options: StartOptions) -> _DriverSession:
         result = self._call("start", {"options": encode(options)})
         if not isinstance(result, dict) or not isinstance(result.get("session"), str):
@@ -470,11 +517,6 @@ class DriverAdapter:
         pending = process.peer.request(method, params)
         return self._wait(process, pending, _Clock(self.timeout))
 
-    def _ask(self, sid: str, question: str, approve: Approver, acknowledge: Acknowledger) -> Any:
-        return self._with_callbacks(
-            sid, "ask", {"session": sid, "question": question}, approve, acknowledge
-        )
-
     def _with_callbacks(
         self,
         sid: str,
@@ -483,10 +525,11 @@ class DriverAdapter:
         approve: Approver,
         acknowledge: Acknowledger,
         review: ToolApprover | None = None,
+        question: Questioner | None = None,
     ) -> Any:
         process = self._ensure()
         clock = _Clock(self.timeout)
-        turn = _Turn(approve, acknowledge, clock, review)
+        turn = _Turn(approve, acknowledge, clock, review, question)
         with process.turns_lock:
             process.turns[sid] = turn
         try:

@@ -24,6 +24,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     EXPECTED_FAILURE,
     FAILED,
     NOT_APPLICABLE,
+    NOT_OBSERVED,
     SKIPPED,
     WARNING,
 )
@@ -115,7 +116,7 @@ class CaseRecord:
 
 
 _FAILING = (FAILED, WARNING, EXPECTED_FAILURE)
-_NOT_RUN = (None, NOT_APPLICABLE, SKIPPED, DESELECTED)
+_NOT_RUN = (None, NOT_APPLICABLE, NOT_OBSERVED, SKIPPED, DESELECTED)
 
 
 def audit(
@@ -125,7 +126,8 @@ def audit(
 
     An entry is unknown if it is neither a catalog requirement ID nor the ID of a collected
     case. It is stale if at least one case it names ran and none of them failed. An entry
-    whose cases were all skipped or not applicable is neither: nothing was learnt about it."""
+    whose cases were all skipped, not observed or not applicable is neither: nothing was
+    learnt about it."""
     cases = list(cases)
     case_ids = {case.id for case in cases}
     stale: list[str] = []

@@ -9,8 +9,11 @@ computed from the same answers and tested without pytest.
 Case authors use three functions: `check` (the rule holds, or the case fails against the
 IDs it names), `precondition` (something the check needs first, belonging to another
 requirement, did not happen: that requirement fails, the case's own stays unchecked) and
-`not_observable` (this run cannot see the rule at all: the case is skipped with the reason
-and its requirement is `partial`, never passed).
+`not_observable` (this run cannot see the rule at all: the case is `not_observed` with the
+reason and its requirement is `partial`, never passed). Not observed is not "not applicable":
+a rule that does not apply to the host (a profile it does not claim, a capability it lacks)
+is not applicable; a rule that applies but that this case could not see here (no sealed
+network, no built-in tools to be offered beside) was not observed.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "NOT_APPLICABLE",
     "NOT_APPLICABLE_PREFIX",
     "NOT_OBSERVABLE_PREFIX",
+    "NOT_OBSERVED",
     "NOT_RUN",
     "OUTCOMES",
     "PARTIAL",
@@ -49,6 +53,7 @@ __all__ = [
     "precondition",
     "requirement_outcome",
     "severest_level",
+    "skip_outcome",
     "worst",
 ]
 
@@ -57,7 +62,9 @@ FAILED: Final = "failed"  # a MUST case failed
 WARNING: Final = "warning"  # a SHOULD case failed: fails the run only with --strict
 INFO: Final = "info"  # an INFO case: records figures, never fails
 NOT_APPLICABLE: Final = "not_applicable"  # the client does not claim the profile or capability
-SKIPPED: Final = "skipped"  # not run for another reason (slow, deselected, not observable)
+# the rule applies, but the case could not observe it here (`not_observable`)
+NOT_OBSERVED: Final = "not_observed"
+SKIPPED: Final = "skipped"  # not run for another reason (slow, deselected, interrupted)
 EXPECTED_FAILURE: Final = "expected_failure"  # failed or warned, but listed in the baseline
 # Requirements only:
 UNCOVERED: Final = "uncovered"  # no collected case checks it
@@ -65,7 +72,16 @@ PARTIAL: Final = "partial"  # what ran passed, but not all of its cases ran: nev
 NOT_RUN: Final = "not_run"  # a contribution: the case could not check this requirement
 
 # Worst last: a requirement's outcome is the worst of its cases' outcomes.
-OUTCOMES: Final = (NOT_APPLICABLE, SKIPPED, INFO, PASSED, WARNING, EXPECTED_FAILURE, FAILED)
+OUTCOMES: Final = (
+    NOT_APPLICABLE,
+    NOT_OBSERVED,
+    SKIPPED,
+    INFO,
+    PASSED,
+    WARNING,
+    EXPECTED_FAILURE,
+    FAILED,
+)
 _RANK: Final = {name: rank for rank, name in enumerate(OUTCOMES)}
 
 NOT_APPLICABLE_PREFIX: Final = "not applicable: "
@@ -169,8 +185,9 @@ def precondition(condition: bool, *, ids: str | Sequence[str], expected: str, ac
 
 
 def not_observable(reason: str) -> NoReturn:
-    """Skip the case: this run cannot observe its rule (e.g. no network namespace here).
-    Its requirements are reported `partial` with the reason, never passed."""
+    """Skip the case: this run cannot observe its rule (e.g. no network namespace here). The
+    case is `not_observed`; its requirements are reported `partial` (or `not_observed` when
+    no case of theirs observed them) with the reason, never passed."""
     import pytest  # only when called, from a case: this module stays free of pytest
 
     pytest.skip(f"{NOT_OBSERVABLE_PREFIX}{reason}")
@@ -191,7 +208,7 @@ def case_outcome(report_outcome: str, level: str | None, skip_reason: str = "") 
     level of the requirements at stake (those of the ConformanceFailure if it names them,
     else the case's marker); None counts as MUST, so an unmarked failure is never hidden."""
     if report_outcome == "skipped":
-        return NOT_APPLICABLE if skip_reason.startswith(NOT_APPLICABLE_PREFIX) else SKIPPED
+        return skip_outcome(skip_reason)
     if level == "INFO":
         return INFO
     if report_outcome == "passed":
@@ -199,6 +216,15 @@ def case_outcome(report_outcome: str, level: str | None, skip_reason: str = "") 
     if level == "SHOULD":
         return WARNING
     return FAILED
+
+
+def skip_outcome(reason: str) -> str:
+    """What a skipped case's reason makes of it: not applicable, not observed, or skipped."""
+    if reason.startswith(NOT_APPLICABLE_PREFIX):
+        return NOT_APPLICABLE
+    if reason.startswith(NOT_OBSERVABLE_PREFIX):
+        return NOT_OBSERVED
+    return SKIPPED
 
 
 def worst(outcomes: Iterable[str]) -> str:
@@ -224,37 +250,49 @@ _REASONS_SHOWN: Final = 3
 
 
 def requirement_outcome(contributions: Sequence[Contribution]) -> tuple[str, str]:
-    """A requirement's outcome and the reason for it ("" unless partial or skipped).
+    """A requirement's outcome and the reason for it ("" unless partial, not observed or
+    skipped).
 
     The worst outcome of the cases that checked it; but `partial` instead of `passed` when
     some of its cases did not check it for this host (slow without --run-slow, deselected,
-    not observable here, a failed precondition, or not applicable to this host), since a
+    not observed here, a failed precondition, or not applicable to this host), since a
     requirement is passed only when every case for it ran and passed. `not_applicable` when
-    none of its cases applies to the host; `skipped` when none of them checked it for
+    none of its cases applies to the host; `not_observed` when none checked it and those
+    that apply could not observe it here; `skipped` when none of them checked it for
     another reason; `uncovered` without cases."""
     if not contributions:
         return UNCOVERED, ""
     inapplicable = [c for c in contributions if c.outcome == NOT_APPLICABLE]
+    unobserved = [c for c in contributions if c.outcome == NOT_OBSERVED]
     missing = [c for c in contributions if c.outcome in _DID_NOT_CHECK]
-    checked = [c for c in contributions if c.outcome not in (*_DID_NOT_CHECK, NOT_APPLICABLE)]
+    checked = [
+        c for c in contributions if c.outcome not in (*_DID_NOT_CHECK, NOT_APPLICABLE, NOT_OBSERVED)
+    ]
     if len(inapplicable) == len(contributions):
         return NOT_APPLICABLE, ""
-    unchecked = missing + inapplicable
+    unchecked = missing + unobserved + inapplicable
     why = "; ".join(
-        f"{c.case} ({c.reason or ('not applicable' if c.outcome == NOT_APPLICABLE else 'not run')})"
+        f"{c.case} ({c.reason or _UNCHECKED_WORDS.get(c.outcome, 'not run')})"
         for c in unchecked[:_REASONS_SHOWN]
     ) + (f"; and {len(unchecked) - _REASONS_SHOWN} more" if len(unchecked) > _REASONS_SHOWN else "")
     if not checked:
+        if unobserved and not missing:
+            return NOT_OBSERVED, f"none of its {len(unchecked)} case(s) could observe it: {why}"
         return SKIPPED, f"none of its {len(unchecked)} case(s) ran: {why}"
     outcome = worst(c.outcome for c in checked)
     if outcome == PASSED and unchecked:
         counts = []
         if missing:
             counts.append(f"{len(missing)} did not run")
+        if unobserved:
+            counts.append(f"{len(unobserved)} not observed here")
         if inapplicable:
             counts.append(f"{len(inapplicable)} not applicable to this host")
         return PARTIAL, f"{' and '.join(counts)} of {len(contributions)} case(s): {why}"
     return outcome, ""
+
+
+_UNCHECKED_WORDS: Final = {NOT_APPLICABLE: "not applicable", NOT_OBSERVED: "not observed"}
 
 
 def is_failing(outcome: str, *, strict: bool = False) -> bool:

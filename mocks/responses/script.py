@@ -21,6 +21,7 @@ the autopilot has already called).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +60,7 @@ __all__ = [
     "offered_tools",
     "plan_autopilot",
     "plan_reply",
+    "reads_as_error",
     "script_from_json",
     "value_for_schema",
 ]
@@ -95,6 +97,10 @@ class Step:
     status: int = 0
     message: str = ""
     repeat: bool = False  # answer every later request with this step too
+    # A call whose output reads as an error (`reads_as_error`) is made again, once, with the
+    # same arguments, in the model's next reply (before the script's next step): the retry
+    # a model makes when a tool failed and it was told to try again (an invited retry).
+    retry_on_error: bool = False
 
     @classmethod
     def call(
@@ -104,13 +110,17 @@ class Step:
         name: str | None = None,
         arguments: Any = None,
         repeat: bool = False,
+        retry_on_error: bool = False,
     ) -> Step:
         return cls(
-            kind="calls", tool_calls=(_make_call(server, tool, name, arguments),), repeat=repeat
+            kind="calls",
+            tool_calls=(_make_call(server, tool, name, arguments),),
+            repeat=repeat,
+            retry_on_error=retry_on_error,
         )
 
     @classmethod
-    def calls(cls, calls: list[Any], repeat: bool = False) -> Step:
+    def calls(cls, calls: list[Any], repeat: bool = False, retry_on_error: bool = False) -> Step:
         """Several calls in one reply; each item a `Step.call(...)`, a `Call` or a dict."""
         out: list[Call] = []
         for c in calls:
@@ -127,7 +137,9 @@ class Step:
                 raise ValueError(f"Step.calls: cannot make a call of {type(c).__name__}")
         if not out:
             raise ValueError("Step.calls: needs at least one call")
-        return cls(kind="calls", tool_calls=tuple(out), repeat=repeat)
+        return cls(
+            kind="calls", tool_calls=tuple(out), repeat=repeat, retry_on_error=retry_on_error
+        )
 
     @classmethod
     def invented(cls, name: str, arguments: Any = None) -> Step:
@@ -155,17 +167,21 @@ class Step:
             d = {"type": "error", "status": self.status, "message": self.message}
         if self.repeat:
             d["repeat"] = True
+        if self.retry_on_error:
+            d["retry_on_error"] = True
         return d
 
     @classmethod
     def from_json(cls, data: Any, where: str = "step") -> Step:
         """Read one step: {"type": "call", server/tool/name/arguments} | {"type": "calls",
         "calls": [...]} | {"type": "text", "text"} | {"type": "error", "status", "message"};
-        each may carry "repeat": true. Raises ValueError naming the problem."""
+        each may carry "repeat": true, a call "retry_on_error": true. Raises ValueError naming
+        the problem."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
         kind = data.get("type")
         repeat = bool(data.get("repeat", False))
+        again = bool(data.get("retry_on_error", False))
         try:
             if kind == "call" and data.get("invented") is True:
                 if not isinstance(data.get("name"), str):
@@ -178,11 +194,12 @@ class Step:
                     data.get("name"),
                     data.get("arguments"),
                     repeat,
+                    again,
                 )
             if kind == "calls":
                 if not isinstance(data.get("calls"), list):
                     raise ValueError("'calls' must be a list")
-                return cls.calls(data["calls"], repeat)
+                return cls.calls(data["calls"], repeat, again)
             if kind == "text":
                 if not isinstance(data.get("text"), str):
                     raise ValueError("'text' must be a string")
@@ -228,6 +245,7 @@ class Plan:
     error_status: int | None = None
     error_message: str = ""
     problems: list[str] = field(default_factory=list)
+    retry_on_error: bool = False  # the step's: its calls are made again after an error
 
 
 Bindings = Mapping[str, str]  # configured server name -> its mock's marker token
@@ -277,7 +295,7 @@ def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
         return Plan(text=step.text_value)
     if step.kind == "error":
         return Plan(error_status=step.status, error_message=step.message)
-    plan = Plan()
+    plan = Plan(retry_on_error=step.retry_on_error)
     for call in step.tool_calls:
         found = find_tool(call, body, bindings)
         if found is None and call.invented and call.name is not None:
@@ -293,6 +311,15 @@ def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
     if not plan.calls:
         plan.text = "mock model: " + "; ".join(plan.problems)
     return plan
+
+
+_ERROR = re.compile(r"\b(error|errors|failed|failure|fail)\b", re.IGNORECASE)
+
+
+def reads_as_error(output: str | None) -> bool:
+    """Whether a tool's output, as the model received it, reads as a failure: the words a
+    model acts on (error, failed, failure), however the host states it."""
+    return output is not None and _ERROR.search(output) is not None
 
 
 def is_mcp_function(tool: dict[str, Any]) -> bool:

@@ -25,13 +25,14 @@ from mcp_host_conformance.mocks.admin import admin_answer
 from mcp_host_conformance.mocks.journal import Entry, Journal
 from mcp_host_conformance.mocks.json_input import JsonInputError, read_json
 from mcp_host_conformance.mocks.responses import wire
-from mcp_host_conformance.mocks.responses.bodies import APIS, as_responses
+from mcp_host_conformance.mocks.responses.bodies import APIS, as_responses, tool_outputs
 from mcp_host_conformance.mocks.responses.faces import Answer, face_for
 from mcp_host_conformance.mocks.responses.script import (
     Plan,
     Step,
     plan_autopilot,
     plan_reply,
+    reads_as_error,
     script_from_json,
 )
 from mcp_host_conformance.mocks.spec import tool_marker
@@ -50,6 +51,8 @@ class ResponsesService:
         self._called: set[str] = set()
         self._stored_calls: dict[str, list[str]] = {}
         self._bindings: dict[str, str] = {}
+        # the calls of the last reply whose step retries on error: (call_id, the call)
+        self._to_retry: list[tuple[str, tuple[str, str, str | None]]] = []
 
     # state ---------------------------------------------------------------------------
     def script(self, steps: Iterable[Step | dict[str, Any]] | None) -> None:
@@ -82,6 +85,7 @@ class ResponsesService:
             self._called.clear()
             self._stored_calls.clear()
             self._bindings.clear()
+            self._to_retry.clear()
         self.journal.clear()
 
     def requests(self) -> list[Any]:
@@ -161,12 +165,32 @@ class ResponsesService:
         # The calls this reply makes, on the request's own entry: cases pair them with the
         # outputs of the next request (RES-11) even when a client does not replay them.
         extra["reply_calls"] = reply.calls
+        if plan.retry_on_error:
+            with self._lock:
+                self._to_retry = [
+                    (str(made["call_id"]), call)
+                    for made, call in zip(reply.calls, plan.calls, strict=True)
+                ]
         if reply.stored is not None:
             with self._lock:
                 self._stored_calls[reply.stored[0]] = reply.stored[1]
         return reply.answer
 
     def _next_plan(self, body: dict[str, Any]) -> Plan:
+        with self._lock:
+            pending, self._to_retry = self._to_retry, []
+        if pending:
+            # a model told its call failed calls it again, once (an invited retry)
+            outputs = tool_outputs(body)
+            again = [call for call_id, call in pending if reads_as_error(outputs.get(call_id))]
+            if again:
+                self.journal.record(
+                    Entry(
+                        kind="event",
+                        extra={"event": "invited-retry", "calls": [name for name, _, _ in again]},
+                    )
+                )
+                return Plan(calls=again)
         with self._lock:
             if self._script is None:
                 plan = plan_autopilot(body, self._called)

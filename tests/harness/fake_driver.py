@@ -32,10 +32,16 @@ class FakeSession:
             )
             for name, dest in servers.items()
         ]
-        self.text = f"model at {options.model_url}; cwd {options.cwd}; env {sorted(options.env)}"
+        self.text = (
+            f"model at {options.model_url}; cwd {options.cwd}; env {sorted(options.env)}; "
+            f"timeouts {options.connect_timeout} {options.call_timeout}"
+        )
         self.cancelled = threading.Event()
 
-    def ask(self, question, approve, acknowledge):
+    def ask(self, question, approve, acknowledge, on_question=None):
+        if question == "ask me":  # the host's own free-form question to the person
+            said = on_question("Which directory should I use?") if on_question else None
+            return Turn(question_sent=True, answer=f"the person said {said!r}")
         if question == "crash":
             raise RuntimeError("the host fell over")
         if question == "hang":
@@ -80,8 +86,17 @@ class FakeAdapter:
     def describe(self):
         print("a host that prints to stdout must not break the protocol")
         return Description(
-            name="fake", version="1.2", profiles=frozenset({"pinning"}), can_cancel=True
+            name="fake",
+            version="1.2",
+            profiles=frozenset({"pinning"}),
+            can_cancel=True,
+            status_vocabulary={"failed": r"^Error: "},
+            has_oauth=True,
         )
+
+    def project_config(self, servers):
+        names = {s.name: s.url if isinstance(s, HttpServer) else s.command for s in servers}
+        return {".fake/project.json": json.dumps(names)}
 
     def _config(self, home: Path) -> Path:
         return home / "fake.json"

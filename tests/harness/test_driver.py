@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_host_conformance.harness.contract.adapter import (
+    QUESTION_ANSWER,
     Adapter,
     AdapterError,
     CallResult,
@@ -33,6 +34,7 @@ from mcp_host_conformance.harness.contract.driver_wire import (
 from mcp_host_conformance.harness.run.driver import DriverAdapter
 
 FAKE = Path(__file__).with_name("fake_driver.py")
+BARE = Path(__file__).with_name("bare_driver.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -98,6 +100,56 @@ def test_every_operation_round_trips(driver, tmp_path):
 
     stopped = session.stop()
     assert stopped.session_id == "sess-1" and stopped.session_files == (tmp_path / "s.json",)
+
+
+def test_the_newer_description_fields_travel_over_the_protocol(driver):
+    """A driver host declares its status vocabulary and that it has OAuth (CRED-6 then not
+    applicable) as an in-process adapter does."""
+    description = driver.describe()
+    assert description.status_vocabulary == {"failed": r"^Error: "}
+    assert description.has_oauth is True
+    assert decode(Description, {"name": "h", "version": "1"}).has_oauth is False
+    with pytest.raises(WireError, match=r"Description.status_vocabulary.failed: expected str"):
+        decode(Description, {"name": "h", "version": "1", "status_vocabulary": {"failed": 1}})
+
+
+def test_a_host_s_own_question_reaches_the_harness_s_callback(driver, tmp_path):
+    session = driver.start(options(tmp_path))
+    asked = []
+    turn = session.ask(
+        "ask me",
+        lambda c: "y",
+        lambda prompt: True,
+        on_question=lambda text: asked.append(text) or "use ./src",
+    )
+    assert asked == ["Which directory should I use?"]
+    assert turn.answer == "the person said 'use ./src'"
+    # without a callback the harness's person gives the default answer
+    turn = session.ask("ask me", lambda c: "y", lambda prompt: True)
+    assert turn.answer == f"the person said {QUESTION_ANSWER!r}"
+    session.stop()
+
+
+def test_timeouts_left_to_the_host_travel_as_null(driver, tmp_path):
+    opts = dataclasses.replace(options(tmp_path), connect_timeout=None, call_timeout=None)
+    assert encode(opts)["connect_timeout"] is None
+    assert decode(StartOptions, encode(opts)) == opts
+    session = driver.start(opts)
+    assert "timeouts None None" in session.text
+    session.stop()
+
+
+def test_project_config_travels_and_a_driver_without_it_has_none(driver, tmp_path):
+    servers = [HttpServer("project-remote", "http://127.0.0.1:1/mcp"), StdioServer("l", "srv")]
+    assert driver.project_config(servers) == {
+        ".fake/project.json": '{"project-remote": "http://127.0.0.1:1/mcp", "l": "srv"}'
+    }
+    bare = DriverAdapter(python(shlex.quote(str(BARE))), timeout=20)
+    try:
+        assert bare.project_config(servers) == {}
+        assert bare.describe().name == "bare"  # the driver is still there
+    finally:
+        bare.close()
 
 
 def test_cancel_while_ask_is_in_flight(driver, tmp_path):

@@ -120,3 +120,28 @@ def test_a_retry_is_caught_whichever_api_the_host_speaks(tmp_path: Path) -> None
     assert [c.tool for c in observed.model_calls] == ["ping"]
     assert [f.rule for f in sent_once.check(observed)] == ["RETRY-1"]
     assert list(exposed_names.check(observed)) == []
+
+
+def test_a_call_the_model_makes_again_is_no_retry_of_the_host(tmp_path: Path) -> None:
+    """An invited retry: told its call failed, the model calls the same tool again with the
+    same arguments in its next reply; two model calls, two tools/call, no finding. A third
+    tools/call (the host or a library sending one again) is one."""
+    tools = [{"type": "function", "name": "mcp_docs_ping"}]
+
+    def model_of(server: SimpleNamespace) -> Any:
+        tools[0]["description"] = _ping(server)
+        journal = Journal()
+        for n in (1, 2):
+            call = {"call_id": f"c{n}", "name": "mcp_docs_ping", "arguments": '{"n":1}'}
+            body = {"tools": tools, "input": [{"role": "user", "content": "ping"}]}
+            extra = {"body": body, "api": "responses", "reply_calls": [call]}
+            journal.record(
+                Entry(kind="http", http_method="POST", path="/v1/responses", extra=extra)
+            )
+        return SimpleNamespace(journal=journal)
+
+    invited = {"docs": _server("tok-docs", calls=2)}
+    assert list(sent_once.check(_observed(invited, model_of(invited["docs"]), tmp_path))) == []
+    resent = {"docs": _server("tok-docs", calls=3)}
+    findings = list(sent_once.check(_observed(resent, model_of(resent["docs"]), tmp_path)))
+    assert [f.rule for f in findings] == ["RETRY-1"] and "for 2 call(s)" in findings[0].actual

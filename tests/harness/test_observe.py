@@ -17,6 +17,7 @@ from mcp_host_conformance.harness.cases.observe import (
     paired_outputs,
     reply_calls,
     shows_status,
+    status_contradiction,
     status_problem,
     user_texts,
 )
@@ -51,6 +52,20 @@ TOOL = {
 )
 def test_shows_status(text, status, expected):
     assert shows_status(text, status) is expected
+
+
+def test_only_a_stated_status_that_contradicts_what_happened_is_a_problem():
+    """A status is presentation: an output that states none (the server's text as it came,
+    a bare word) is no contradiction; one stating another status is."""
+    assert status_contradiction("Error: quota exceeded", "failed") is None  # states none
+    assert status_contradiction("alpha\nbravo", "completed") is None
+    assert status_contradiction("the server failed", "completed") is None  # a bare word
+    assert status_contradiction("Status: unknown\nmay have run", "unknown") is None
+    assert status_contradiction('{"status": "failed"}', "completed", "unknown") == (
+        'the model received \'{"status": "failed"}\', stating status failed, '
+        "not completed or unknown"
+    )
+    assert "stating status completed" in status_contradiction("Status: completed", "unknown")
 
 
 def test_output_text_of_strings_and_parts():

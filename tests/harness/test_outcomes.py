@@ -5,6 +5,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     FAILED,
     INFO,
     NOT_APPLICABLE,
+    NOT_OBSERVED,
     PASSED,
     SKIPPED,
     UNCOVERED,
@@ -56,6 +57,7 @@ def test_failure_needs_a_known_id():
         ("passed", "INFO", "", INFO),
         ("skipped", "MUST", "not applicable: profile pinning not claimed", NOT_APPLICABLE),
         ("skipped", "MUST", "slow: run with --run-slow", SKIPPED),
+        ("skipped", "MUST", "not observable: no network namespace here", NOT_OBSERVED),
     ],
 )
 def test_case_outcome(verdict, level, reason, outcome):
@@ -96,3 +98,20 @@ def test_a_case_not_applicable_to_the_host_leaves_its_requirement_partial_never_
     assert outcome == PARTIAL and "1 not applicable to this host of 2 case(s)" in why
     assert requirement_outcome([inapplicable, inapplicable]) == (NOT_APPLICABLE, "")
     assert requirement_outcome([passed]) == (PASSED, "")
+
+
+def test_a_rule_no_case_could_observe_is_not_observed_never_not_applicable():
+    from mcp_host_conformance.harness.verdicts.outcomes import (
+        PARTIAL,
+        Contribution,
+        requirement_outcome,
+    )
+
+    unseen = Contribution("a::unsealed", NOT_OBSERVED, "not observable: no namespace")
+    inapplicable = Contribution("a::cannot", NOT_APPLICABLE, "not applicable: no cancel")
+    slow = Contribution("a::slow", SKIPPED, "slow: run with --run-slow")
+    outcome, why = requirement_outcome([unseen, inapplicable])
+    assert outcome == NOT_OBSERVED and "none of its 2 case(s) could observe it" in why
+    assert requirement_outcome([unseen, slow])[0] == SKIPPED  # one did not run at all
+    outcome, why = requirement_outcome([Contribution("a::ran", PASSED), unseen])
+    assert outcome == PARTIAL and "1 not observed here of 2 case(s)" in why

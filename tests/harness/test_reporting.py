@@ -352,12 +352,13 @@ def test_a_client_s_name_cannot_add_an_id_to_the_baseline_written_from_its_repor
 
 # A host that quotes 30 MB back (a result, a status line, an exception, what it printed):
 # what each report keeps of it is bounded.
+HTML_CONFTEST = CONFTEST.replace(
+    'group.addoption("--expected-failures", default=None)',
+    'group.addoption("--expected-failures", default=None)\n'
+    '    group.addoption("--report-html", default=None)',
+)
 FLOOD_CONFTEST = (
-    CONFTEST.replace(
-        'group.addoption("--expected-failures", default=None)',
-        'group.addoption("--expected-failures", default=None)\n'
-        '    group.addoption("--report-html", default=None)',
-    )
+    HTML_CONFTEST
     + """
 from mcp_host_conformance.harness.reports.reporting import FINDINGS
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
@@ -506,7 +507,7 @@ def test_a_requirement_with_cases_that_did_not_run_is_partial_never_passed(pytes
     reqs = report["requirements"]
     assert reqs["APR-2"]["outcome"] == "partial"
     assert "test_cases::test_slow_here (slow" in reqs["APR-2"]["reason"]
-    assert reqs["APR-3"]["outcome"] == "skipped"
+    assert reqs["APR-3"]["outcome"] == "not_observed"
     assert "not observable: no network namespace" in reqs["APR-3"]["reason"]
     assert reqs["APR-4"]["outcome"] == "partial"
     assert "test_cases::test_deselected (deselected)" in reqs["APR-4"]["reason"]
@@ -519,6 +520,64 @@ def test_a_requirement_with_cases_that_did_not_run_is_partial_never_passed(pytes
     assert reqs["APR-5"]["outcome"] == "partial"
     assert "1 not applicable to this host of 2 case(s)" in reqs["APR-5"]["reason"]
     assert reqs["APR-1"]["outcome"] == "not_applicable"
+
+
+UNSEEN_CASES = """
+import pytest
+from mcp_host_conformance.harness.verdicts.outcomes import not_observable
+
+@pytest.mark.requirements("NET-1")
+def test_unseen_here():
+    not_observable("no network namespace on this machine")
+
+@pytest.mark.requirements("NET-1")
+def test_seen():
+    pass
+
+@pytest.mark.requirements("APR-3")
+def test_unseen_alone():
+    not_observable("no built-in tools to be offered beside")
+
+@pytest.mark.requirements("RES-9")
+def test_cannot_cancel():
+    pytest.skip("not applicable: this host cannot cancel a call")
+"""
+
+
+def test_not_observed_is_its_own_outcome_apart_from_not_applicable_in_every_format(pytester):
+    """A case that could not observe its rule here is `not_observed`, a rule that does not
+    apply to the host `not_applicable`: in the JSON report (cases and requirements), the
+    terminal summary, JUnit and the HTML page; neither ever passes a requirement."""
+    pytester.makeconftest(HTML_CONFTEST)
+    pytester.makepyfile(test_cases=UNSEEN_CASES)
+    files = {name: pytester.path / name for name in ("r.json", "r.html", "junit.xml")}
+    result = pytester.runpytest_inprocess(
+        f"--report-json={files['r.json']}",
+        f"--report-html={files['r.html']}",
+        f"--junitxml={files['junit.xml']}",
+    )
+    assert result.ret == 0
+    report = load(files["r.json"])
+    cases = {case["id"]: case["outcome"] for case in report["cases"]}
+    assert cases["test_cases::test_unseen_here"] == "not_observed"
+    assert cases["test_cases::test_unseen_alone"] == "not_observed"
+    assert cases["test_cases::test_cannot_cancel"] == "not_applicable"
+    reqs = report["requirements"]
+    assert reqs["APR-3"]["outcome"] == "not_observed"
+    assert "could observe it" in reqs["APR-3"]["reason"]
+    assert reqs["RES-9"]["outcome"] == "not_applicable"
+    assert reqs["NET-1"]["outcome"] == "partial"
+    assert "1 not observed here of 2 case(s)" in reqs["NET-1"]["reason"]
+    assert report["summary"]["cases"]["not_observed"] == 2
+    assert report["summary"]["requirements"]["not_observed"] == 1
+    text = result.stdout.str()
+    assert "not observed" in text.split("requirements by area")[1].splitlines()[1]
+    assert "2 not observed" in text and "1 not applicable" in text
+    junit = files["junit.xml"].read_text()
+    assert '<property name="outcome" value="not_observed" />' in junit
+    assert '<property name="outcome" value="not_applicable" />' in junit
+    page = files["r.html"].read_text()
+    assert "not observed" in page and "not applicable" in page
 
 
 def test_partial_never_fails_the_run(pytester):

@@ -185,6 +185,17 @@ def test_garbage_at_one_method_only():
     assert not plan({"jsonrpc": "2.0", "id": 1, "method": "ping"}, garbage_at="tools/call").garbage
 
 
+def test_a_lost_session_is_the_first_call_s_only():
+    got = plan(call(), call_session_lost=True)
+    assert got.session_lost and got.reply == _rpc.answer(spec(), call())  # stdio: the reply
+    assert {"event": "session-lost", "method": "tools/call"} in got.events
+    assert got.counts_as_call  # so the call sent again after a new initialize is answered
+    assert not decide(spec(call_session_lost=True), list(TOOLS), 1, call()).session_lost
+    assert not plan(
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"}, call_session_lost=True
+    ).session_lost
+
+
 def test_call_http_status_keeps_the_reply_for_stdio():
     got = plan(call(), call_http_status=502)
     assert got.http_status == 502 and got.reply == _rpc.answer(spec(), call())

@@ -283,6 +283,27 @@ def test_call_http_status_answers_calls_only(start_mock, raw, status):
     )
 
 
+def test_a_lost_session_answers_the_first_call_404_and_forgets_the_session(start_mock, raw):
+    """As a server restarted behind the client: the call is read (journalled) and answered
+    404 "Session not found"; the session is gone, so only a new initialize gets a session,
+    and the call sent again there is answered (a library that does that sent it twice)."""
+    mock = start_mock(_spec(call_session_lost=True))
+    client = raw(mock)
+    client.initialize()
+    response = client.post(CALL)
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "Session not found"
+    assert response.json()["id"] is None  # not the call's response
+    assert mock.journal.count("tools/call") == 1
+    assert mock.journal.entries(
+        kind="event", where=lambda e: e.extra.get("event") == "session-lost"
+    )
+    assert client.post({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).status_code == 404
+    client.initialize()
+    assert client.request("tools/call", {"name": "t", "arguments": {}})["result"]
+    assert mock.journal.count("tools/call") == 2
+
+
 @pytest.mark.parametrize("mode", ["sse", "json"])
 def test_garbage_at_a_method_answers_the_others(start_mock, raw, mode):
     mock = start_mock(_spec(mode, garbage_at="tools/call"))

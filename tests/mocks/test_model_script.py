@@ -71,7 +71,9 @@ def test_step_needs_a_target():
     [
         Step.call(server="s", tool="t", arguments={"x": [1]}),
         Step.call(name="n", repeat=True),
+        Step.call(name="n", retry_on_error=True),
         Step.calls([Step.call(name="a"), Step.call(server="s", tool="t")]),
+        Step.calls([Step.call(name="a")], retry_on_error=True),
         Step.text("hi"),
         Step.error(429, "slow down"),
     ],

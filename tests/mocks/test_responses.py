@@ -119,6 +119,36 @@ def test_repeat_keeps_asking(model, client):
         assert out[0]["name"] == "mcp_docs_fetch_1a2b"
 
 
+def test_a_call_that_failed_is_made_again_once_an_invited_retry(model, client):
+    """A step that retries on error: the model is told its call failed and calls the same
+    function again, with the same arguments, once, before the script's next step; a call
+    that worked is not made again."""
+    model.script(
+        [Step.call(server="docs", tool="query", arguments={"q": "x"}, retry_on_error=True)]
+        + [Step.text("after")]
+    )
+    first = ask(client).json()["output"][0]
+
+    def told(call, output):
+        item = {"type": "function_call_output", "call_id": call["call_id"], "output": output}
+        called = {k: call[k] for k in ("type", "call_id", "name", "arguments")}
+        return ask(client, input=[{"role": "user", "content": "q"}, called, item]).json()
+
+    again = told(first, "Status: failed. Error: quota exceeded, try again")["output"][0]
+    assert again["type"] == "function_call" and again["name"] == first["name"]
+    assert again["arguments"] == first["arguments"] and again["call_id"] != first["call_id"]
+    events = model.journal.entries(
+        kind="event", where=lambda e: e.extra.get("event") == "invited-retry"
+    )
+    assert [e.extra["calls"] for e in events] == [["mcp_docs_query"]]
+    # once only: the retried call failing again is the script's business
+    assert told(again, "Error: still failing")["output"][0]["content"][0]["text"] == "after"
+
+    model.script([Step.call(server="docs", tool="query", retry_on_error=True), Step.text("done")])
+    fine = ask(client).json()["output"][0]
+    assert told(fine, "42 results")["output"][0]["content"][0]["text"] == "done"
+
+
 def test_error_step_uses_the_envelope(model, client):
     model.script([Step.error(503, "overloaded"), Step.text("back")])
     r = ask(client)

@@ -130,6 +130,35 @@ def _project_config_as_fallback(original):
     return init
 
 
+def _own_project_servers(cwd: Path) -> list:
+    """The servers of the host's own configuration file at the same place under the working
+    directory as under HOME (`.config/mcp-reference-host/servers.json`): a host that takes
+    the project for the user's home when it looks for its file."""
+    from mcp_host_conformance.reference_client import config
+
+    # read only (ConfigStore.load would tighten the file's mode: a guard must only look)
+    path = cwd / ".config" / config.APP_DIR / config.FILE_NAME
+    try:
+        entries = json.loads(path.read_text()).get("servers") or []
+        return [config._from_json(entry, i) for i, entry in enumerate(entries)]
+    except (OSError, ValueError, AttributeError, config.ConfigError):
+        return []
+
+
+def _own_format_in_project(original, self, servers, **options) -> bool:
+    return bool(_own_project_servers(Path(options["cwd"])))
+
+
+@replaced_when(
+    "mcp_host_conformance.reference_client.engine.HostEngine.__init__", _own_format_in_project
+)
+def _read_own_format_in_project(original):
+    def init(self, servers, **options):  # its own file found in the project too
+        original(self, [*servers, *_own_project_servers(Path(options["cwd"]))], **options)
+
+    return init
+
+
 @replaced("mcp_host_conformance.reference_client.config.ConfigStore.remove")
 def _remove_loosens_mode(original):
     def remove(self, name):
@@ -324,6 +353,14 @@ CLIENTS = [
         "Also loads the servers of a `.mcp.json` found in the working directory.",
         {"CFG-2"},
         (_read_project_config,),
+    ),
+    BrokenClient(
+        "reads-own-config-in-project",
+        "Also loads the servers of its own configuration file found under the working "
+        "directory where it would be under HOME (`.config/mcp-reference-host/servers.json`): "
+        "caught only by a lure in the host's own format (`project_config`).",
+        {"CFG-2"},
+        (_read_own_format_in_project,),
     ),
     BrokenClient(
         "world-readable-config",

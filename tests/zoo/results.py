@@ -13,6 +13,7 @@ from mcp_host_conformance.zoo.client import (
     same_until,
 )
 from mcp_host_conformance.zoo.turn import RUN_CALL, ended
+from mcp_host_conformance.zoo.variants import _no_status_to_the_model
 
 _OUTCOME = "mcp_host_conformance.reference_client.turn.outcome_of_call"
 _RESULTS = "mcp_host_conformance.reference_client.results"
@@ -409,6 +410,14 @@ def _terse_when_oversized(original):
     return outcome_of_call
 
 
+@replaced("mcp_host_conformance.reference_client.turn.CallReport")
+def _unknown_shown_failed(original):
+    def call_report(tool, status, output):  # a host that knows only success and failure
+        return original(tool, "failed" if status == "unknown" else status, output)
+
+    return call_report
+
+
 CLIENTS = [
     BrokenClient(
         "reverses-text-blocks",
@@ -601,6 +610,15 @@ CLIENTS = [
         "After a call of a reply ends unknown, the reply's remaining calls get no output.",
         {"RES-11"},
         (_note_unknown, _drop_outputs_after_unknown),
+    ),
+    BrokenClient(
+        "unknown-shown-as-failed",
+        "Tells the model no status (each output as it came) and shows the person `failed` "
+        "for a call whose outcome is unknown (a timeout, a lost connection, an oversized "
+        "answer, a cancel), as a host that knows only success and failure does.",
+        {"RES-6", "RES-7", "RES-8", "RES-9"},
+        (_no_status_to_the_model, _unknown_shown_failed),
+        target="RES-7",
     ),
     BrokenClient(
         "terse-unknown-when-oversized",

@@ -98,6 +98,32 @@ def _restart_crashed_server(original):
     return request
 
 
+def _session_lost_at_call(outcome, self, name, arguments) -> bool:
+    """A call the server answered 404 (its session lost), over HTTP."""
+    from mcp_host_conformance.reference_client.transports import TransportError
+
+    kind, error = outcome
+    return (
+        kind == "raise"
+        and isinstance(error, TransportError)
+        and "(HTTP 404)" in str(error)
+        and hasattr(self.transport, "_session_id")
+    )
+
+
+@replaced_after(
+    "mcp_host_conformance.reference_client.rpc.RpcSession.call_tool", _session_lost_at_call
+)
+def _reinitialize_and_resend(original):
+    async def call_tool(outcome, self, name, arguments):
+        # as the SDKs do on 404 "Session not found": a new session, and the request again
+        self.transport._session_id = None
+        await self.initialize()
+        return await original(self, name, arguments)
+
+    return call_tool
+
+
 _RESUME_STREAM = "mcp_host_conformance.reference_client.transports.http.HttpTransport.resume_stream"
 
 
@@ -233,6 +259,15 @@ CLIENTS = [
         # running (monitors)
         {"RETRY-1", "APR-1", "STDIO-5"},
         (_restart_crashed_server,),
+        target="RETRY-1",
+    ),
+    BrokenClient(
+        "resends-call-after-lost-session",
+        "When a call is answered 404 (the server lost the session), initializes a new session "
+        "and sends the call again, as an SDK that recovers sessions does.",
+        # APR-1: the call sent again was approved once (monitor calls-wait-for-approval)
+        {"RETRY-1", "APR-1"},
+        (_reinitialize_and_resend,),
         target="RETRY-1",
     ),
     BrokenClient(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ FINAL_STARTUP = ("ready", "failed", "cancelled")
 RPC_BOUND = 30.0  # one app-server request
 TURN_QUIET_BOUND = 300.0  # silence within a turn; the harness's own bound is shorter
 STOP_GRACE = 10.0
+DEFAULT_STARTUP_TIMEOUT = 10.0  # Codex's documented startup_timeout_sec
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -79,8 +81,11 @@ def _overrides(options: StartOptions, servers: list[str]) -> list[str]:
         if not BARE_KEY.fullmatch(name):
             continue  # Codex's dotted override paths take bare keys only (and so do its names)
         key = f"mcp_servers.{name}"
-        pairs.append((f"{key}.startup_timeout_sec", float(options.connect_timeout)))
-        pairs.append((f"{key}.tool_timeout_sec", float(options.call_timeout)))
+        # a timeout the suite leaves to the host (None) is Codex's own default: not set
+        if options.connect_timeout is not None:
+            pairs.append((f"{key}.startup_timeout_sec", float(options.connect_timeout)))
+        if options.call_timeout is not None:
+            pairs.append((f"{key}.tool_timeout_sec", float(options.call_timeout)))
     args: list[str] = []
     for key, value in pairs:
         args += ["-c", f"{key}={_toml(value)}"]
@@ -141,7 +146,9 @@ class Session:
         else:
             result = rpc.request("thread/start", {"cwd": str(options.cwd)}, RPC_BOUND)
         self.thread_id = str(result["thread"]["id"])
-        states = self._startup_states(servers, 2 * options.connect_timeout + RPC_BOUND)
+        connect = options.connect_timeout
+        startup = connect if connect is not None else DEFAULT_STARTUP_TIMEOUT
+        states = self._startup_states(servers, 2 * startup + RPC_BOUND)
         ready = [name for name in servers if states.get(name, {}).get("status") == "ready"]
         listed = self._tool_catalogs(ready)  # never for a failed server: that would reconnect
         self.statuses = [self._status(name, states.get(name), listed.get(name)) for name in servers]
@@ -319,7 +326,7 @@ class Adapter:
             name="codex",
             version=codex.version(),
             # Codex's documented defaults: startup_timeout_sec 10, tool_timeout_sec 60
-            connect_timeout=10.0,
+            connect_timeout=DEFAULT_STARTUP_TIMEOUT,
             call_timeout=60.0,
             # a project's own Codex configuration (read for trusted projects)
             project_config_files=[".codex/config.toml"],
@@ -351,6 +358,20 @@ class Adapter:
 
     def list_servers(self, home: Path) -> Shown:
         return self._run(home, ["mcp", "list"])
+
+    def project_config(self, servers: Sequence[ServerConfig]) -> dict[str, str]:
+        """A project's own Codex configuration, `.codex/config.toml`, in Codex's shape (its
+        `[mcp_servers.NAME]` tables): the lure CFG-2 plants for Codex."""
+        tables = []
+        for server in servers:
+            tables.append(f"[mcp_servers.{_toml(server.name)}]")
+            if isinstance(server, HttpServer):
+                tables.append(f"url = {_toml(server.url)}")
+            else:
+                tables.append(f"command = {_toml(server.command)}")
+                tables.append(f"args = {_toml(list(server.args))}")
+            tables.append("")
+        return {".codex/config.toml": "\n".join(tables)}
 
     def start(self, options: StartOptions) -> Session:
         return Session(options)

@@ -92,17 +92,23 @@ class Host:
         home: Path,
         model_url: str,
         model_key: str,
-        connect_timeout: float,
-        call_timeout: float,
+        connect_timeout: float | None,  # None: the Agents SDK's own default
+        call_timeout: float | None,
         ca_file: Path | None,
         resume: str | None,
     ) -> None:
         self.home = home
         self.specs = config.load(home)
-        self.call_timeout = call_timeout
+        # a timeout left to the host is the SDK's own default: not passed at all
+        self.session_timeout: dict[str, float] = (
+            {} if call_timeout is None else {"client_session_timeout_seconds": call_timeout}
+        )
         self.ca_file = ca_file
         servers = [self._server(name, spec) for name, spec in self.specs.items()]
-        self.manager = MCPServerManager(servers, connect_timeout_seconds=connect_timeout)
+        connect: dict[str, float] = (
+            {} if connect_timeout is None else {"connect_timeout_seconds": connect_timeout}
+        )
+        self.manager = MCPServerManager(servers, **connect)
         self.model = OpenAIResponsesModel(
             model=MODEL, openai_client=AsyncOpenAI(base_url=model_url, api_key=model_key)
         )
@@ -117,14 +123,14 @@ class Host:
             return MCPServerStreamableHttp(
                 params,  # type: ignore[arg-type]
                 name=name,
-                client_session_timeout_seconds=self.call_timeout,
                 require_approval="always",
+                **self.session_timeout,
             )
         return MCPServerStdio(
             {"command": spec["command"], "args": spec.get("args", []), "env": spec.get("env", {})},
             name=name,
-            client_session_timeout_seconds=self.call_timeout,
             require_approval="always",
+            **self.session_timeout,
         )
 
     async def start(self) -> list[Status]:

@@ -11,8 +11,10 @@ export type HttpSpec = { type: "http"; url: string; headers: Record<string, stri
 export type StdioSpec = { type: "stdio"; command: string; args: string[]; env: Record<string, string> };
 export type ServerSpec = HttpSpec | StdioSpec;
 
+export const relativePath = ".ts-host/servers.json";
+
 export function configPath(home: string): string {
-  return join(home, ".ts-host", "servers.json");
+  return join(home, relativePath);
 }
 
 export function load(home: string): Record<string, ServerSpec> {

@@ -33,6 +33,12 @@ function askHarness(method: string, params: Record<string, unknown>): Promise<un
   });
 }
 
+function entry(server: Record<string, any>): config.ServerSpec {
+  return server.type === "http"
+    ? { type: "http", url: server.url, headers: server.headers ?? {} }
+    : { type: "stdio", command: server.command, args: server.args ?? [], env: server.env ?? {} };
+}
+
 function session(params: Record<string, any>): Host {
   const host = sessions.get(params.session);
   if (!host) throw new Error(`no session ${params.session}`);
@@ -47,11 +53,15 @@ const operations: Record<string, (params: Record<string, any>) => Promise<unknow
   }),
   add_server: ({ home, server }) => {
     const servers = config.load(home);
-    servers[server.name] = server.type === "http"
-      ? { type: "http", url: server.url, headers: server.headers ?? {} }
-      : { type: "stdio", command: server.command, args: server.args ?? [], env: server.env ?? {} };
+    servers[server.name] = entry(server);
     return { text: `added ${server.name}`, paths: [config.save(home, servers)] };
   },
+  // The host reads no project configuration; its lure is its own file's shape where a
+  // project would hold it if the host took the working directory for HOME.
+  project_config: ({ servers }) => ({
+    [config.relativePath]: JSON.stringify(
+      Object.fromEntries((servers as Record<string, any>[]).map((s) => [s.name, entry(s)])), null, 2),
+  }),
   remove_server: ({ home, name }) => {
     const servers = config.load(home);
     delete servers[name];

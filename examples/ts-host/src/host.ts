@@ -37,7 +37,8 @@ export type TurnOutcome = {
 };
 export type StartOptions = {
   home: string; cwd: string; model_url: string; model_key: string;
-  connect_timeout: number; call_timeout: number; ca_file: string | null;
+  // null: the suite leaves the timeout to the host, which then keeps the SDK's own default
+  connect_timeout: number | null; call_timeout: number | null; ca_file: string | null;
 };
 
 type Connected = { name: string; destination: string; client: Client; tools: Tool[] };
@@ -57,7 +58,7 @@ async function connect(name: string, spec: config.ServerSpec, options: StartOpti
           env: Object.keys(spec.env).length ? spec.env : undefined,
           cwd: options.cwd,
         });
-  const timeout = options.connect_timeout * 1000;
+  const timeout = options.connect_timeout == null ? undefined : options.connect_timeout * 1000;
   try {
     await client.connect(transport, { timeout });
     const tools: Tool[] = [];
@@ -186,8 +187,9 @@ export class Host {
       return { tool: exposed, status: "denied", output: "the user denied this call" };
     }
     try {
+      const call = this.options.call_timeout;
       const result = await server.client.callTool({ name: tool.name, arguments: args }, undefined,
-                                                  { timeout: this.options.call_timeout * 1000 });
+                                                  { timeout: call == null ? undefined : call * 1000 });
       return { tool: exposed, status: result.isError ? "failed" : "completed", output: resultText(result as { content?: unknown }) };
     } catch (error) {
       return { tool: exposed, status: "failed", output: reason(error) };
