@@ -31,6 +31,8 @@ from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
 from mcp_host_conformance.harness.plugin.fixtures import Case
+from mcp_host_conformance.harness.reports.interruption import NAME as INTERRUPTION
+from mcp_host_conformance.harness.reports.interruption import InterruptionWatch
 from mcp_host_conformance.harness.reports.reporting import (
     FINDINGS,
     MONITOR_VERDICT,
@@ -165,6 +167,8 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             REPORTING,
         )
+    if not config.pluginmanager.has_plugin(INTERRUPTION):
+        config.pluginmanager.register(InterruptionWatch(config), INTERRUPTION)
     if targets_suite(config):
         config.stash[_SIGTERM] = install_sigterm()
         config.stash[_BROWSER] = guard_browser()  # CRED-6; and no real browser ever opens
