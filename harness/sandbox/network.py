@@ -41,15 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "CAVEAT_ENV",
     "HOST",
     "ISOLATED",
     "NAMES",
     "PRIVATE_ADDRESSES",
-    "CAVEAT_ENV",
     "REASON_ENV",
     "REMOTE_ADDRESS",
     "Network",
     "SealError",
+    "is_local",
     "observe",
     "seal",
 ]
@@ -138,7 +139,8 @@ def interfaces(net_dev: Path = Path("/proc/self/net/dev")) -> list[str]:
     return [line.split(":", 1)[0].strip() for line in lines if ":" in line]
 
 
-def _is_local(address: str) -> bool:
+def is_local(address: str) -> bool:
+    """Whether `address` is one of this network namespace's own (a socket may bind it)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
@@ -172,7 +174,7 @@ def observe(*, probe_dns: bool = True) -> Network:
         names = interfaces()
     except OSError as exc:
         return Network(HOST, reason=f"cannot read the network interfaces: {exc.strerror}")
-    if names != ["lo"] or not _is_local(REMOTE_ADDRESS):
+    if names != ["lo"] or not is_local(REMOTE_ADDRESS):
         return Network(HOST, reason=os.environ.get(REASON_ENV) or _NOT_TRIED)
     from mcp_host_conformance.harness.sandbox import dns_stub
 
@@ -181,7 +183,7 @@ def observe(*, probe_dns: bool = True) -> Network:
         reason=os.environ.get(CAVEAT_ENV, "") if os.geteuid() == 0 else "",
         remote_address=REMOTE_ADDRESS,
         private_addresses=tuple(
-            a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if _is_local(a)
+            a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if is_local(a)
         ),
         names=_mapped_names(),
         dns=probe_dns and dns_stub.probe(),
