@@ -42,6 +42,8 @@ from mcp_host_conformance.harness.run.cleanup import (
     SigtermHandler,
     install_sigterm,
     restore_sigterm,
+    start_run,
+    sweep,
 )
 from mcp_host_conformance.harness.run.client_under_test import (
     TIMEOUT_SCALE_ENV,
@@ -172,10 +174,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if targets_suite(config):
         config.stash[_SIGTERM] = install_sigterm()
         config.stash[_BROWSER] = guard_browser()  # CRED-6; and no real browser ever opens
+        start_run()  # whatever the run starts ends with it, setsid or not (run.cleanup)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     close_client(config)
+    sweep()
     if _SIGTERM in config.stash:
         restore_sigterm(config.stash[_SIGTERM])
     if _BROWSER in config.stash:
@@ -221,6 +225,7 @@ def pytest_collection_modifyitems(
             prepare(config)  # said once, before any case, if it was not said at start
         if config.stash.get(_SIGTERM, None) is None:
             config.stash[_SIGTERM] = install_sigterm()
+            start_run()
 
 
 @pytest.hookimpl(wrapper=True)
