@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Canary, Secrets
+from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Secrets
 from mcp_host_conformance.harness.cases.observe import model_requests, status_text, stays_quiet
 from mcp_host_conformance.harness.cases.pty_session import (
     fill_template,
@@ -361,11 +361,11 @@ def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
     # is replaced by a marker ending in "removed]", the tail after it forms the secret again.
     tail = f"{CANARY_PREFIX}joined-{_random.token_hex(8)}"
     joined = f"removed]{tail}"
-    secrets.canaries.append(Canary("joined-header", joined))
+    secrets.add("joined-header", joined)
     # Only an environment value can hold non-ASCII text; a quote and a backslash make its
     # JSON escape differ from the value, and the non-ASCII letters make the two escapes differ.
     wide = f'{CANARY_PREFIX}wide-{_random.token_hex(8)}"\\\u00e9\u00f8'
-    secrets.canaries.append(Canary("wide-env", wide))
+    secrets.add("wide-env", wide)
     raw = key.encode()
     disguised = {
         "lower-hex url-encoded": lower_hex(quote(key, safe="")),
@@ -556,7 +556,7 @@ def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
     name = f"s{_random.token_hex(3)}"
     canaries = Secrets()
     value = f"{CANARY_PREFIX}prop-{_random.token_hex(6)}{tail}"
-    canaries.canaries.append(Canary("generated-header", value))
+    canaries.add("generated-header", value)
     server = http_mock(tool_spec(name, Reply.echo_arguments()))
     seen_before = len(host.seen)
     files_before = len(host.session_files)

@@ -30,7 +30,12 @@ import pytest
 
 from mcp_host_conformance.harness.cases.observe import status_text
 from mcp_host_conformance.harness.contract.adapter import HttpServer
-from mcp_host_conformance.harness.oauth.official_client import SCENARIOS, framework, run_scenario
+from mcp_host_conformance.harness.oauth.official_client import (
+    OFF_MACHINE,
+    SCENARIOS,
+    framework,
+    run_scenario,
+)
 from mcp_host_conformance.harness.oauth.server import OAuthServer
 from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable, precondition
 from mcp_host_conformance.mocks.model_script import Step
@@ -51,9 +56,15 @@ def _client_args(config) -> list[str]:
 
 @pytest.mark.requirements("OAUTH-1")
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_official_auth_scenario(scenario, request, case, timeouts):
+def test_official_auth_scenario(scenario, request, case, timeouts, network):
     """OAuth servers: authorization code with PKCE, tokens refreshed host-side and never
     shown; covered by pointing the official MCP conformance auth scenarios at the client."""
+    if scenario in OFF_MACHINE and not network.isolated:
+        not_observable(
+            f"{scenario} gives the host a name off this machine ({OFF_MACHINE[scenario]}), "
+            f"which it could look up through the machine's resolver; run sealed "
+            f"({network.reason})"
+        )
     cli = framework()
     if cli is None:
         not_observable(

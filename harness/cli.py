@@ -287,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run any command in the sealed network a run uses (e.g. pytest directly)",
         description="Run COMMAND (given after `--`) in a private network namespace with only "
         "loopback, a stand-in remote address and private-range addresses (docs/network.md); "
-        "where the machine cannot make one it runs unsealed, or with --require exits 3. "
+        "where the machine cannot make one it runs unsealed, saying so in one line on stderr, "
+        "or with --require exits 3. "
         "Exit status: the command's; 5 when no command is given.",
     )
     sealed.add_argument("--require", action="store_true", help="exit 3 instead of running unsealed")

@@ -57,9 +57,14 @@ class HttpLimits:
     max_head_bytes: int = 64 * 1024  # request line and headers together
     max_headers: int = 100
     max_body_bytes: int = 16 * 1024 * 1024
-    request_timeout: float = 30.0  # from a request's first byte to its last
+    # from a request's first byte to its last; and from a connection's accept to its first
+    # request's first byte (a client that connects has its request ready)
+    request_timeout: float = 30.0
     idle_timeout: float = 300.0  # a kept-alive connection waiting for its next request
     max_connections: int = 4096  # more are answered 503 and closed
+    # connections waiting for a request (new, or kept alive) at once: one more closes the one
+    # that waited longest, so silent connections cannot take every slot from real clients
+    max_idle_connections: int = 1024
     backlog: int = 1024  # the listen queue (the kernel caps it at net.core.somaxconn)
 
 
@@ -140,14 +145,26 @@ async def read_request(reader: asyncio.StreamReader, limits: HttpLimits) -> Requ
     return request
 
 
-async def read_head(reader: asyncio.StreamReader, limits: HttpLimits) -> Request | None:
-    """The request line and headers; the body is left to `read_body` (after any 100)."""
+async def first_byte(reader: asyncio.StreamReader, wait: float) -> bytes | None:
+    """A request's first byte, or None when none came within `wait` seconds (or the
+    connection ended)."""
     try:
-        first = await asyncio.wait_for(reader.read(1), limits.idle_timeout)
+        first = await asyncio.wait_for(reader.read(1), wait)
     except TimeoutError:
         return None
-    if not first:
-        return None
+    return first or None
+
+
+async def read_head(
+    reader: asyncio.StreamReader, limits: HttpLimits, first: bytes | None = None
+) -> Request | None:
+    """The request line and headers; the body is left to `read_body` (after any 100).
+    `first`: the request's first byte, already read (`first_byte`); else it is waited for up
+    to `limits.idle_timeout`."""
+    if first is None:
+        first = await first_byte(reader, limits.idle_timeout)
+        if first is None:
+            return None
     deadline = Deadline(limits.request_timeout)
     try:
         head = first + await _within(deadline, reader.readuntil(b"\r\n\r\n"))

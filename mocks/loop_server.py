@@ -5,7 +5,10 @@ share one hardened request parser (`_http`) and one set of bounds (`HttpLimits`)
 synchronous or not, starts one in milliseconds on 127.0.0.1 port 0 and reads its journal
 while it runs. Connections are coroutines, not threads: a thousand clients, or a thousand
 that never finish their request (slowloris), cost memory, not a thread each, and never
-block anyone else; the listen backlog is large (`HttpLimits.backlog`) so a crowd arriving
+block anyone else. A connection that sends nothing is closed after the slow-client bound
+counted from its accept (not the idle timeout), and at most `HttpLimits.max_idle_connections`
+wait for a request at once (one more closes the one that waited longest), so silent
+connections cannot take every slot from the clients that talk. The listen backlog is large (`HttpLimits.backlog`) so a crowd arriving
 at once is queued, not dropped. What a client sends wrong is answered with its status and
 journalled as a "bad-http" event; a failure inside a handler is journalled as
 "internal-error" and the connection closed: nothing reaches stderr. `close()` cancels
@@ -30,6 +33,7 @@ from mcp_host_conformance.mocks._http import (
     BadRequest,
     HttpLimits,
     Request,
+    first_byte,
     read_body,
     read_head,
     write_continue,
@@ -81,6 +85,8 @@ class LoopServer:
         self._server: asyncio.base_events.Server | None = None
         self._ids = itertools.count(1)
         self._open = 0
+        # the connections waiting for a request's first byte, longest waiting first
+        self._waiting: dict[str, Connection] = {}
         self._startup_error: BaseException | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -198,9 +204,16 @@ class LoopServer:
                 writer.close()
 
     async def _serve(self, conn: Connection) -> None:
+        # a new connection gets the slow-client bound from its accept: one that never sends a
+        # byte holds its slot no longer than a request may take (not the idle timeout)
+        wait = self.limits.request_timeout
         while True:
+            first = await self._first_byte(conn, wait)
+            if first is None:
+                return
+            wait = self.limits.idle_timeout  # kept alive: waiting for its next request
             try:
-                request = await read_head(conn.reader, self.limits)
+                request = await read_head(conn.reader, self.limits, first)
                 if request is None:
                     return
                 if request.expects_continue:
@@ -213,6 +226,19 @@ class LoopServer:
             await conn.writer.drain()
             if not keep or not request.keep_alive:
                 return
+
+    async def _first_byte(self, conn: Connection, wait: float) -> bytes | None:
+        """The next request's first byte (None: none within `wait`, or the connection was
+        closed); while it waits, the connection is one of at most `max_idle_connections`,
+        and the one that waited longest is closed to make room."""
+        self._waiting[conn.id] = conn
+        while len(self._waiting) > self.limits.max_idle_connections:
+            oldest = next(iter(self._waiting))
+            self._waiting.pop(oldest).writer.transport.abort()
+        try:
+            return await first_byte(conn.reader, wait)
+        finally:
+            self._waiting.pop(conn.id, None)
 
     async def _refuse(self, conn: Connection, exc: BadRequest) -> None:
         """Answer a bad request and close without losing the answer.

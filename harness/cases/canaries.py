@@ -83,6 +83,11 @@ class Secrets:
         value = f"{CANARY_PREFIX}{label}-{_random.token_hex(12)}"
         if special:
             value += "/+=~%"
+        return self.add(label, value)
+
+    def add(self, label: str, value: str) -> str:
+        """Plant `value` (a case's own making) as a canary: searched for like the others, and
+        registered with the run's redaction, so no report, captured output or log shows it."""
         self.canaries.append(Canary(label, value))
         REGISTRY.add(value, label)
         return value
@@ -134,7 +139,7 @@ class Secrets:
 
 # A canary that was never registered (made by hand, or in another process) is still
 # recognised by its prefix.
-_CANARY_TEXT: Final = re.compile(re.escape(CANARY_PREFIX) + r"[A-Za-z0-9_.-]*[0-9a-f]{24}[/+=~%]*")
+_CANARY_TEXT: Final = re.compile(re.escape(CANARY_PREFIX) + r"[A-Za-z0-9_.-]*[0-9a-f]{12}[/+=~%]*")
 _REGISTRY_LIMIT: Final = 10_000
 
 

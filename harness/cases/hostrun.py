@@ -664,7 +664,9 @@ class Host:
         return running
 
     def stop_all(self) -> builtins.list[BaseException]:  # `list` is the method above
-        """Stop every client still running (teardown); the problems met, never raised."""
+        """Stop every client still running (teardown); the problems met, never raised, but
+        for an interruption (Ctrl-C, SIGTERM), raised once every client was stopped: the run
+        stops, and no monitor reads a half-stopped case as the host's doing."""
         problems: builtins.list[BaseException] = []
         for running in self.runs:
             if running.stopped is None:
@@ -672,4 +674,7 @@ class Host:
                     running.stop()
                 except BaseException as exc:  # noqa: BLE001 - teardown reports, never masks the case
                     problems.append(exc)
+        for problem in problems:
+            if isinstance(problem, KeyboardInterrupt):
+                raise problem
         return problems

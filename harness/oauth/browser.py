@@ -8,9 +8,11 @@ callback with a code. In the suite, the authorization servers approve at once (t
 official conformance framework's do: their authorization endpoint answers with that
 redirect), so the browser only has to follow redirects: this command GETs the URL and each
 `Location` it is sent to, until a page that is not a redirect (the host's callback), at
-most MAX_HOPS. It goes only to loopback and to the sealed network's own names and
-addresses (nothing off this machine), sends no cookies or credentials of its own, and
-prints nothing (a URL may carry a code). Exit status 0 when the last page answered 2xx.
+most MAX_HOPS. It goes only to addresses of this machine (loopback, or one the kernel here
+says is local: in a sealed network its stand-in remote and private addresses) and looks a
+name up only where that sends nothing off the machine (`_addresses`); it sends no cookies or
+credentials of its own, and prints nothing (a URL may carry a code). Exit status 0 when the
+last page answered 2xx.
 """
 
 from __future__ import annotations
@@ -34,24 +36,39 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # every redirect is returned, and followed by `visit` after its check
 
 
-def _local(host: str) -> bool:
-    """Whether `host` is this machine: loopback, or a name/address of the sealed network."""
+def _addresses(host: str) -> list[str]:
+    """The addresses `host` names, without sending anything off this machine: an address as
+    it is; `localhost`; any other name only in a sealed network, where every lookup is
+    answered on this machine (docs/network.md), never through an unsealed machine's
+    resolver. [] when it names none."""
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
-        infos = socket.getaddrinfo(host, None)
-    except OSError:
-        return False
-    from mcp_host_conformance.harness.sandbox.network import (
-        PRIVATE_ADDRESSES,
-        PRIVATE_ADDRESSES_V6,
-        REMOTE_ADDRESS,
-    )
+        return [str(ipaddress.ip_address(literal.split("%")[0]))]
+    except ValueError:
+        pass
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return ["127.0.0.1", "::1"]
+    from mcp_host_conformance.harness.sandbox.network import observe
 
-    sealed = {REMOTE_ADDRESS, *PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6}
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not (address.is_loopback or str(address) in sealed):
-            return False
-    return bool(infos)
+    if not name or not observe(probe_dns=False).isolated:
+        return []
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except OSError:
+        return []
+    return [str(info[4][0]).split("%")[0] for info in infos]
+
+
+def _local(host: str) -> bool:
+    """Whether `host` is this machine: every address it names is loopback or one this
+    machine has (the kernel lets a socket bind it), asked here, not read from a list."""
+    from mcp_host_conformance.harness.sandbox.network import is_local
+
+    addresses = _addresses(host)
+    return bool(addresses) and all(
+        ipaddress.ip_address(a).is_loopback or is_local(a) for a in addresses
+    )
 
 
 def visit(url: str) -> int:

@@ -39,6 +39,7 @@ from typing import IO, Any, Final
 
 __all__ = [
     "FRAMEWORK_ENV",
+    "OFF_MACHINE",
     "SCENARIOS",
     "checks_problem",
     "framework",
@@ -74,6 +75,16 @@ SCENARIOS: Final = (
 # The framework's fixed client ID metadata document URL (auth/basic-cimd expects it as the
 # client_id); the host is given it as its configured metadata document URL.
 CIMD_URL: Final = "https://conformance-test.local/client-metadata.json"
+# The scenarios that hand a host a name off this machine: their authorization server takes
+# client ID metadata documents, so the host is given CIMD_URL (conformance-test.local), or
+# their protected-resource metadata names evil.example.com. A host may look such a name up;
+# only a sealed network answers it on this machine, so unsealed they are not run (and no
+# other scenario's host is given CIMD_URL).
+OFF_MACHINE: Final = {
+    "auth/basic-cimd": "conformance-test.local",
+    "auth/offline-access-scope": "conformance-test.local",
+    "auth/resource-mismatch": "evil.example.com",
+}
 # What the framework's authorization servers issue: tokens and codes, never to be shown.
 TOKEN_PATTERN: Final = re.compile(r"test-token[-\w]*|test-auth-code|cc-token[-\w]*")
 SERVER_NAME: Final = "scenario"
@@ -288,7 +299,12 @@ def run_scenario(
 
 
 def _oauth_client(context: dict[str, Any]) -> dict[str, str]:
-    client = {"client_metadata_url": CIMD_URL}
+    from mcp_host_conformance.harness.sandbox.network import observe
+
+    # unsealed, a host given a name off this machine could look it up through the machine's
+    # resolver: the scenarios that need it are not run (OFF_MACHINE), the others need none
+    sealed = observe(probe_dns=False).isolated
+    client = {"client_metadata_url": CIMD_URL} if sealed else {}
     for key in ("client_id", "client_secret"):
         if isinstance(context.get(key), str):
             client[key] = context[key]

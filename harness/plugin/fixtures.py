@@ -149,8 +149,14 @@ class Case:
         would end it, before the monitors read what the case made."""
         if not self._stopped:
             self._stopped = True
+            interrupted: KeyboardInterrupt | None = None
             for host in self.hosts:
-                self._stop_problems.extend(host.stop_all())
+                try:
+                    self._stop_problems.extend(host.stop_all())
+                except KeyboardInterrupt as exc:  # every host stopped first, then the run stops
+                    interrupted = exc
+            if interrupted is not None:
+                raise interrupted
         return self._stop_problems
 
     def observed(self, profiles: frozenset[str], grace: float) -> Observed:

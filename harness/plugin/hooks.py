@@ -31,6 +31,8 @@ from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
 from mcp_host_conformance.harness.plugin.fixtures import Case
+from mcp_host_conformance.harness.reports.interruption import NAME as INTERRUPTION
+from mcp_host_conformance.harness.reports.interruption import InterruptionWatch
 from mcp_host_conformance.harness.reports.reporting import (
     FINDINGS,
     MONITOR_VERDICT,
@@ -40,6 +42,8 @@ from mcp_host_conformance.harness.run.cleanup import (
     SigtermHandler,
     install_sigterm,
     restore_sigterm,
+    start_run,
+    sweep,
 )
 from mcp_host_conformance.harness.run.client_under_test import (
     TIMEOUT_SCALE_ENV,
@@ -214,13 +218,17 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             REPORTING,
         )
+    if not config.pluginmanager.has_plugin(INTERRUPTION):
+        config.pluginmanager.register(InterruptionWatch(config), INTERRUPTION)
     if targets_suite(config):
         config.stash[_SIGTERM] = install_sigterm()
         config.stash[_BROWSER] = guard_browser()  # CRED-6; and no real browser ever opens
+        start_run()  # whatever the run starts ends with it, setsid or not (run.cleanup)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     close_client(config)
+    sweep()
     if _SIGTERM in config.stash:
         restore_sigterm(config.stash[_SIGTERM])
     if _BROWSER in config.stash:
@@ -266,6 +274,7 @@ def pytest_collection_modifyitems(
             prepare(config)  # said once, before any case, if it was not said at start
         if config.stash.get(_SIGTERM, None) is None:
             config.stash[_SIGTERM] = install_sigterm()
+            start_run()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -110,6 +110,18 @@ def _case(case: Mapping[str, Any], requirements: Mapping[str, Mapping[str, Any]]
     return parts
 
 
+def _interruption(interrupted: Mapping[str, Any]) -> list[str]:
+    cut, never = interrupted.get("cut_short") or [], interrupted.get("not_run") or []
+    parts = [
+        f'<p id="interrupted">the run was interrupted ({_e(interrupted.get("by"))}): '
+        f"{_e(interrupted.get('finished'))} case(s) finished, {len(cut)} cut short (none of "
+        f"their rules checked), {len(never)} never ran</p><ul>"
+    ]
+    parts += [f"<li>cut short: {_e(cid)}</li>" for cid in cut]
+    parts += [f"<li>not run: {_e(cid)}</li>" for cid in never]
+    return [*parts, "</ul>"]
+
+
 def render_html(report: Mapping[str, Any]) -> str:
     """The whole page for a JSON report (schema mcp-host-conformance-report/1)."""
     client = report.get("client") or {}
@@ -117,16 +129,20 @@ def render_html(report: Mapping[str, Any]) -> str:
     requirements = report.get("requirements") or {}
     cases = report.get("cases") or []
     passed = bool(summary.get("passed"))
+    interrupted = summary.get("interrupted") or {}
+    verdict = "INTERRUPTED" if interrupted else "PASSED" if passed else "FAILED"
     name = f"{client.get('name', 'unknown client')} {client.get('version', '')}".strip()
     environment = report.get("environment") or {}
     network = environment.get("network")
     body = [
         f"<h1>MCP host conformance: {_e(name)}</h1>",
         f'<p id="verdict" class="verdict-{"passed" if passed else "failed"}"><strong>'
-        f"conformance run {'PASSED' if passed else 'FAILED'}</strong> "
+        f"conformance run {verdict}</strong> "
         f"(exit status {_e(summary.get('exit_status'))}"
         f"{', strict' if summary.get('strict') else ''})</p>",
     ]
+    if interrupted:
+        body += _interruption(interrupted)
     profiles = ", ".join(str(p) for p in client.get("profiles") or []) or "none"
     body.append(f"<p>profiles claimed: {_e(profiles)}</p>")
     if network:

@@ -45,6 +45,12 @@ from mcp_host_conformance.harness.cases.items import (
 )
 from mcp_host_conformance.harness.contract.adapter import Description
 from mcp_host_conformance.harness.reports.html import render_html
+from mcp_host_conformance.harness.reports.interruption import (
+    INTERRUPTED_BY,
+    interrupted_by,
+    interruption,
+    reason_for,
+)
 from mcp_host_conformance.harness.reports.report_files import unwritable_reports, write_report
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 from mcp_host_conformance.harness.verdicts.baseline import (
@@ -251,8 +257,10 @@ def build_report(
     stale: list[str] | None = None,
     unknown: list[str] | None = None,
     environment: Mapping[str, Any] | None = None,
+    interrupted_by: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON report (schema in docs/report-schema.md)."""
+    """The JSON report (schema in docs/report-schema.md); `interrupted_by`: what stopped the
+    run, if something did (Ctrl-C, SIGTERM)."""
     requirements = requirement_outcomes(cases, collected)
     case_counts = Counter(case.outcome for case in cases)
     requirement_counts = Counter(entry["outcome"] for entry in requirements.values())
@@ -265,6 +273,9 @@ def build_report(
             "strict": strict,
             "cases": dict(sorted(case_counts.items())),
             "requirements": dict(sorted(requirement_counts.items())),
+            "interrupted": interruption(
+                interrupted_by, ((c.nodeid, c.id, c.reason) for c in cases), collected or {}
+            ),
         },
         "environment": dict(environment or {}),
         "requirements": requirements,
@@ -399,9 +410,27 @@ def render_summary(report: Mapping[str, Any], cases: Sequence[CaseResult]) -> li
             f"  unknown (no such requirement or case): {visible(entry)}"
             for entry in baseline["unknown"]
         ]
+    lines += _interruption_lines(report["summary"].get("interrupted"))
     lines.append("")
     verdict = "PASSED" if report["summary"]["passed"] else "FAILED"
+    if report["summary"].get("interrupted"):
+        verdict = "INTERRUPTED"
     lines.append(f"conformance run {verdict} (exit status {report['summary']['exit_status']})")
+    return lines
+
+
+def _interruption_lines(interrupted: Mapping[str, Any] | None) -> list[str]:
+    """What an interrupted run finished, cut short and never ran."""
+    if not interrupted:
+        return []
+    cut, never = interrupted["cut_short"], interrupted["not_run"]
+    lines = [
+        "",
+        f"the run was interrupted ({interrupted['by']}): {interrupted['finished']} case(s) "
+        f"finished, {len(cut)} cut short (none of their rules checked), {len(never)} never ran",
+    ]
+    lines += [f"  cut short: {cid}" for cid in cut]
+    lines += [f"  not run: {cid}" for cid in never]
     return lines
 
 
@@ -562,7 +591,7 @@ class ReportingPlugin:
         phase: str | None = None
         if call.excinfo is not None and call.excinfo.errisinstance(KeyboardInterrupt):
             phase = SKIPPED  # the run was stopped (Ctrl-C, SIGTERM): nothing was learnt
-            _set_property(item, P_REASON, "the run was interrupted")
+            _set_property(item, P_REASON, reason_for(interrupted_by(call.excinfo.value)))
         elif report.failed and report.when == "call" and MONITOR_VERDICT in item.stash:
             phase = self._monitors_only(report, item, cid, item.stash[MONITOR_VERDICT])
         elif report.skipped:
@@ -688,6 +717,7 @@ class ReportingPlugin:
         acc.duration += report.duration
 
     def _results(self) -> list[CaseResult]:
+        interrupted = self.config.stash.get(INTERRUPTED_BY, None)
         results = []
         for nodeid, acc in self._running.items():
             p = acc.props
@@ -696,18 +726,21 @@ class ReportingPlugin:
                 value = props.get(key, "")
                 return "" if value is None else str(value)
 
+            outcome, reason = text(P_OUTCOME), text(P_REASON)
+            if not outcome and interrupted is not None:  # a verdict the interruption cut off
+                outcome, reason = SKIPPED, reason_for(interrupted)
             results.append(
                 CaseResult(
                     id=text(P_CASE),
                     nodeid=nodeid,
                     requirements=text(P_REQUIREMENTS).split(),
                     # a case whose reports stopped short (a crashed worker) counts as failed
-                    outcome=text(P_OUTCOME) or FAILED,
+                    outcome=outcome or FAILED,
                     expected=text(P_EXPECTED),
                     actual=text(P_ACTUAL),
                     message=text(P_MESSAGE),
                     duration=round(acc.duration, 6),
-                    reason=text(P_REASON),
+                    reason=reason,
                     failed_requirements=text(P_AT_STAKE).split(),
                     precondition=bool(text(P_PRECONDITION)),
                     figures={k: v for k, v in p.items() if k not in OWN_PROPERTIES},
@@ -762,6 +795,7 @@ class ReportingPlugin:
             stale=stale,
             unknown=unknown,
             environment=observe_network().to_json(),
+            interrupted_by=self.config.stash.get(INTERRUPTED_BY, None),
         )
         path = option(self.config, "report_json", None)
         if path:

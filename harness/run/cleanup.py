@@ -12,6 +12,12 @@ too) and raised as KeyboardInterrupt in the main thread; a second one cleans up 
 exits 143.
 Without it, SIGTERM killed the run on the spot and left HOMEs with `servers.json`, session
 logs, journals and CA files in /dev/shm and /tmp.
+
+Processes: a host or a driver may start something that leaves its process group and
+session (setsid, as a daemon does), which no group kill reaches. Every process of a run is
+a child subreaper (`start_run`, `forked`), so such an orphan comes back to the run process
+above it, and each of them kills and reaps whatever is still below it when it ends
+(`sweep`), sparing only the children it already had when the run began.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
@@ -33,10 +40,13 @@ __all__ = [
     "RunResources",
     "case_tmpdir",
     "children_of",
+    "descendants",
     "forked",
     "install_sigterm",
     "remove_roots_of",
     "restore_sigterm",
+    "start_run",
+    "sweep",
 ]
 
 TMPDIR_ENV: Final = "MCP_HOST_CONFORMANCE_TMPDIR"
@@ -170,22 +180,85 @@ def remove_roots_of(pid: int) -> None:
 RESOURCES: Final = RunResources()
 atexit.register(RESOURCES.cleanup)
 
+# The processes a run leaves: none. A driver or a host may start processes that leave its
+# process group and session (setsid: a daemon's first step), which no group kill reaches; an
+# orphan goes to the nearest subreaper ancestor, so a run makes its processes subreapers
+# (`start_run`) and kills whatever it still has below it when it ends (`sweep`), sparing the
+# children that already ran when it began (a test process running a suite in-process).
+_SWEEP_SECONDS: Final = 10.0
+_spared: frozenset[int] | None = None  # None: no run began in this process, nothing to sweep
+
+
+def start_run() -> None:
+    """This process runs a suite: what it starts, and their orphans, come back to it."""
+    global _spared
+    from mcp_host_conformance.harness.run.orphans import become_subreaper
+
+    become_subreaper()
+    if _spared is None:
+        _spared = frozenset(children_of(os.getpid()))
+
+
+def descendants(pid: int, spared: frozenset[int] = frozenset()) -> list[int]:
+    """Every live process below `pid` (children first), without `spared` and theirs."""
+    found: list[int] = []
+    below = [child for child in children_of(pid) if child not in spared]
+    while below:
+        found += below
+        below = [grandchild for child in below for grandchild in children_of(child)]
+    return found
+
+
+def sweep() -> list[int]:
+    """Kill every process below this one that the run left (see above) and reap them as they
+    come to this process (each killed parent hands its own over); the pids killed. Bounded:
+    SIGKILL cannot be refused, and the kernel hands the dead over at once."""
+    global _spared
+    spared, _spared = _spared, None
+    if spared is None:
+        return []
+    from mcp_host_conformance.harness.run.orphans import parent_of, reap_if_ours
+
+    killed: list[int] = []
+    me = os.getpid()
+    deadline = time.monotonic() + _SWEEP_SECONDS
+    while time.monotonic() < deadline:
+        left = [pid for pid in descendants(me, spared) if pid not in killed]
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.append(pid)
+        for pid in killed:
+            reap_if_ours(pid)
+        if not left and all(parent_of(pid) is None for pid in killed):
+            break
+    return killed
+
+
 _terminating = threading.Event()
 _EXIT_ON_SECOND_SIGTERM: Final = 128 + signal.SIGTERM
 
 
 def forked() -> None:
-    """In a process forked from a run (harness.workers): this registry starts empty, and a
-    SIGTERM is this process's first."""
-    global _terminating
+    """In a process forked from a run (harness.workers): this registry starts empty, a
+    SIGTERM is this process's first, and what it leaves below it is its own to sweep."""
+    global _terminating, _spared
     RESOURCES.forget()
     _terminating = threading.Event()
+    if _spared is not None:
+        from mcp_host_conformance.harness.run.orphans import become_subreaper
+
+        become_subreaper()
+        _spared = frozenset()
 
 
 def on_sigterm(signum: int, frame: FrameType | None) -> None:
     """The SIGTERM handler: the first one unwinds the run as Ctrl-C would; see above."""
     if _terminating.is_set():
         RESOURCES.cleanup()
+        sweep()
         os._exit(_EXIT_ON_SECOND_SIGTERM)
     _terminating.set()
     for child in children_of(os.getpid()):

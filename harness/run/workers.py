@@ -570,6 +570,7 @@ class _Child:
         try:
             close_client(self.config)
             run_cleanup.RESOURCES.cleanup()
+            run_cleanup.sweep()  # what its cases' hosts and drivers left, setsid or not
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

@@ -32,6 +32,7 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import struct
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "CAVEAT_ENV",
     "HOST",
     "ISOLATED",
     "NAMES",
@@ -48,6 +50,7 @@ __all__ = [
     "REMOTE_ADDRESS",
     "Network",
     "SealError",
+    "is_local",
     "observe",
     "seal",
 ]
@@ -83,6 +86,13 @@ _HOSTS_MARK = "# mcp-host-conformance sealed network"
 
 # Why a run is not sealed, handed from the process that tried to the ones that report.
 REASON_ENV = "MCP_HOST_CONFORMANCE_NETWORK_REASON"
+# Why a sealed run would not hold against a host running as root (no user namespace of its
+# own could be made), handed on the same way; a caveat never makes a process look sealed.
+CAVEAT_ENV = "MCP_HOST_CONFORMANCE_NETWORK_CAVEAT"
+ROOT_CAVEAT = (
+    "sealed without a user namespace of its own: a host running as root could enter the "
+    "machine's network namespace"
+)
 _NOT_TRIED = (
     "not sealed: run through `mcp-host-conformance run` or wrap the command in "
     "`mcp-host-conformance sealed -- ...`"
@@ -94,7 +104,8 @@ class Network:
     """The network this process sees, as observed (not as claimed)."""
 
     mode: str  # ISOLATED or HOST
-    reason: str = ""  # why it is not isolated ("" when it is)
+    # why it is not isolated; when it is, "" or why it would not hold against a root host
+    reason: str = ""
     remote_address: str | None = None  # local address playing a remote host (isolated only)
     private_addresses: tuple[str, ...] = ()  # IPv4 and IPv6, those that are local here
     names: dict[str, str] = field(default_factory=dict)  # host name -> address, in /etc/hosts
@@ -128,7 +139,8 @@ def interfaces(net_dev: Path = Path("/proc/self/net/dev")) -> list[str]:
     return [line.split(":", 1)[0].strip() for line in lines if ":" in line]
 
 
-def _is_local(address: str) -> bool:
+def is_local(address: str) -> bool:
+    """Whether `address` is one of this network namespace's own (a socket may bind it)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
@@ -162,15 +174,16 @@ def observe(*, probe_dns: bool = True) -> Network:
         names = interfaces()
     except OSError as exc:
         return Network(HOST, reason=f"cannot read the network interfaces: {exc.strerror}")
-    if names != ["lo"] or not _is_local(REMOTE_ADDRESS):
+    if names != ["lo"] or not is_local(REMOTE_ADDRESS):
         return Network(HOST, reason=os.environ.get(REASON_ENV) or _NOT_TRIED)
     from mcp_host_conformance.harness.sandbox import dns_stub
 
     return Network(
         ISOLATED,
+        reason=os.environ.get(CAVEAT_ENV, "") if os.geteuid() == 0 else "",
         remote_address=REMOTE_ADDRESS,
         private_addresses=tuple(
-            a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if _is_local(a)
+            a for a in (*PRIVATE_ADDRESSES, *PRIVATE_ADDRESSES_V6) if is_local(a)
         ),
         names=_mapped_names(),
         dns=probe_dns and dns_stub.probe(),
@@ -190,6 +203,8 @@ _SIOCSIFFLAGS = 0x8914
 _SIOCSIFADDR = 0x8916
 _SIOCSIFNETMASK = 0x891C
 _IFF_UP = 0x1
+_SO_ACCEPTCON = 0x10000  # /proc/net/unix: a listening socket
+_IDENTITY_MAP = "0 0 4294967295\n"  # every id to itself, as in the machine's own namespace
 
 
 def _libc() -> ctypes.CDLL:
@@ -255,14 +270,17 @@ def _bind_copy(path: Path, text: str, what: str) -> None:
         os.unlink(copy)  # the bind mount keeps the file; nothing is left behind
 
 
+def _private_mounts() -> None:
+    """Nothing mounted in this mount namespace propagates back to the machine's."""
+    _check(_libc().mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
+
+
 def _map_names() -> None:
     """Bind a copy of /etc/hosts with NAMES added over the original, and a resolv.conf that
     names the sealed network's own name server, in this process's own mount namespace (made
-    private first, so nothing propagates back to the machine)."""
+    private first: `_private_mounts`)."""
     from mcp_host_conformance.harness.sandbox.dns_stub import ADDRESS
 
-    libc = _libc()
-    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     try:
         original = HOSTS_FILE.read_text("utf-8", "replace")
     except OSError:
@@ -310,32 +328,132 @@ def _bind_dns() -> socket.socket | None:
     return sock
 
 
+def _identity_mapper(target: int) -> tuple[int, int, int]:
+    """Fork a child that, told to, maps every uid and gid of `target`'s new user namespace to
+    itself: only a process with CAP_SETUID in the parent namespace may map more than its own
+    id, and after unshare(2) `target` has none there, while the child (forked before) does.
+    Returns (pid, the pipe to tell it, the pipe it answers on: b"ok" or why not)."""
+    go_read, go_write = os.pipe()
+    done_read, done_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        os.close(go_write)
+        os.close(done_read)
+        message = b"ok"
+        try:
+            if os.read(go_read, 1) == b"u":
+                for name in ("uid_map", "gid_map"):
+                    with open(f"/proc/{target}/{name}", "w", encoding="ascii") as f:
+                        f.write(_IDENTITY_MAP)
+        except OSError as exc:
+            message = f"{exc.strerror}".encode()
+        os.write(done_write, message)
+        os._exit(0)
+    os.close(go_read)
+    os.close(done_write)
+    return pid, go_write, done_read
+
+
+def _unshare_user(flags: int, uid: int, gid: int, outer_uid: int, outer_gid: int) -> None:
+    """unshare(2) a user namespace (with `flags`) in which this process is `uid`/`gid`,
+    `outer_uid`/`outer_gid` in the namespace it leaves. Root to root maps every id to itself
+    where this process may (root inside then owns every file root owns outside, and a host
+    may change to any uid as it would outside); otherwise only the one id."""
+    mapper = _identity_mapper(os.getpid()) if uid == outer_uid == 0 else None
+    identity = False
+    try:
+        try:
+            _unshare(_CLONE_NEWUSER | flags, _what(flags))
+        except SealError:
+            if mapper is not None:
+                os.write(mapper[1], b"x")
+            raise
+        if mapper is not None:
+            os.write(mapper[1], b"u")
+            identity = os.read(mapper[2], 4000) == b"ok"
+    finally:
+        if mapper is not None:
+            os.close(mapper[1])
+            os.close(mapper[2])
+            os.waitpid(mapper[0], 0)
+    if not identity:
+        _map_to(uid, gid, outer_uid, outer_gid)
+
+
+def _what(flags: int) -> str:
+    names = [n for f, n in ((_CLONE_NEWNET, "net"), (_CLONE_NEWNS, "mount")) if flags & f]
+    return f"unshare({', '.join(['user', *names])})"
+
+
+def _listening_unix_paths() -> list[str]:
+    """The file system paths of the UNIX stream sockets listening in this network namespace
+    (read before leaving it): the machine's services (a container engine, the system bus, a
+    name service cache) that a path reaches from any network namespace."""
+    try:
+        lines = Path("/proc/self/net/unix").read_text("utf-8", "replace").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(None, 7)
+        # Flags __SO_ACCEPTCON: listening; a path (not "@abstract": those are per namespace)
+        if len(fields) == 8 and int(fields[3], 16) & _SO_ACCEPTCON and fields[7].startswith("/"):
+            found.append(fields[7])
+    return found
+
+
+def _cover(paths: Sequence[str]) -> list[str]:
+    """Bind /dev/null over each socket path (in this mount namespace only): connecting to
+    it is refused. The paths that could not be covered."""
+    libc = _libc()
+    missed = []
+    for path in paths:
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:
+            continue
+        if libc.mount(os.devnull.encode(), path.encode(), None, _MS_BIND, None) != 0:
+            missed.append(path)
+    return missed
+
+
 def _seal_here() -> None:
-    """Move this (single-threaded) process into a new sealed network. Raises SealError."""
+    """Move this (single-threaded) process into a new sealed network. Raises SealError.
+
+    Two user namespaces: in the first, this process (root there) makes and configures the
+    network and mount namespaces; in the second, nested one, where the run lives, it has its
+    own uid back and no capability over either namespace, nor any over the machine's. Root
+    too: root in the machine's own user namespace may enter any other network namespace
+    (setns(2) through /proc/PID/ns/net of any process outside, or a handle to one), remount
+    what the seal mounted, or talk to the machine's own interfaces, so a host running as
+    root would not be sealed at all."""
     if not sys.platform.startswith("linux"):
         raise SealError("network namespaces need Linux")
     uid, gid = os.geteuid(), os.getegid()
-    if uid == 0:
-        try:
-            _unshare(_CLONE_NEWNET | _CLONE_NEWNS, "unshare(net, mount)")
-            nested = False
-        except SealError:  # root without CAP_SYS_ADMIN (a container): try a user namespace
-            nested = True
-    else:
-        nested = True
-    if nested:
-        _unshare(_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWNS, "unshare(user, net, mount)")
-        _map_to(0, 0, uid, gid)
+    services = _listening_unix_paths()
+    user_namespaces = True
+    try:
+        _unshare_user(_CLONE_NEWNET | _CLONE_NEWNS, 0, 0, uid, gid)
+    except SealError as exc:
+        if uid != 0:
+            raise
+        # no user namespaces here (a kernel setting): sealed, but a root host can leave
+        _unshare(_CLONE_NEWNET | _CLONE_NEWNS, "unshare(net, mount)")
+        os.environ[CAVEAT_ENV] = f"{ROOT_CAVEAT} ({exc})"
+        user_namespaces = False
     _configure_loopback((REMOTE_ADDRESS, *PRIVATE_ADDRESSES))
     _configure_loopback_v6(PRIVATE_ADDRESSES_V6)
+    _private_mounts()
     if HOSTS_FILE.exists():
         _map_names()
+    missed = _cover(services)
+    if missed:
+        raise SealError(f"cannot hide the machine's UNIX socket {missed[0]}")
     global _DNS_SOCKET
     _DNS_SOCKET = _bind_dns()
-    if nested and uid != 0:
-        # back to our own uid, so the host under test sees what it would see outside
-        _unshare(_CLONE_NEWUSER, "unshare(user) to map the uid back")
-        _map_to(uid, gid, 0, 0)
+    if user_namespaces:
+        _unshare_user(0, uid, gid, 0, 0)
 
 
 def _threads() -> int:
@@ -415,7 +533,7 @@ _USAGE = (
     "Runs COMMAND in a private network namespace: loopback, "
     f"{REMOTE_ADDRESS} (a stand-in for a remote host) and private-range addresses, nothing "
     "else. Without one (the machine does not allow it) COMMAND runs on the host's network, "
-    "unless --require is given (then exit status 3).\n"
+    "said in one line on stderr, unless --require is given (then exit status 3).\n"
 )
 
 
@@ -441,9 +559,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SealError as exc:
         sys.stderr.write(f"mcp-host-conformance: {exc}\n")
         return 3
-    if require and not network.isolated:
-        sys.stderr.write(f"mcp-host-conformance: {network.reason}\n")
-        return 3
+    if not network.isolated:
+        if require:
+            sys.stderr.write(f"mcp-host-conformance: {network.reason}\n")
+            return 3
+        # never open in silence: whoever asked for a seal learns, in one line, it did not happen
+        why = " ".join(network.reason.split())
+        sys.stderr.write(
+            f"mcp-host-conformance: {why}; running {command[0]!r} on the machine's own "
+            "network (--require refuses instead)\n"
+        )
     if _DNS_SOCKET is not None:  # the name server lives beside the command, and ends with it
         from mcp_host_conformance.harness.sandbox import dns_stub
 

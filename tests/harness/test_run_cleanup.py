@@ -7,6 +7,7 @@ dir and file it made (HOME with servers.json, session logs, journals, the CA fil
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -160,3 +161,73 @@ def test_sigterm_to_a_real_run_leaves_nothing_behind(workers: list[str], tmp_pat
     assert run.returncode != 0, output
     assert _leftovers(scratch) == [], output[-3000:]
     assert not any(pid_alive(pid) for pid in seen["stdio"]), "a stdio server was left running"
+
+
+# A driver whose host daemonizes something: a grandchild in a session of its own (setsid),
+# out of the driver's process group, that blocks forever; then the reference driver.
+DAEMONIZING_DRIVER = """
+import os, sys
+pids = sys.argv[1]
+first = os.fork()
+if first == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(os.path.join(pids, str(os.getpid())), "w") as f:
+            f.write("started")
+        never, _ = os.pipe()
+        os.read(never, 1)
+        os._exit(0)
+    os._exit(0)
+os.waitpid(first, 0)
+os.execv(sys.executable, [sys.executable, "-c", "import sys; "
+    "from mcp_host_conformance.reference_client.launcher import main; sys.exit(main())",
+    "driver"])
+"""
+
+
+@pytest.mark.parametrize("workers", [["--serial"], ["-n", "2"]], ids=["one-process", "workers"])
+def test_a_drivers_setsid_descendants_do_not_outlive_the_run(workers, tmp_path):
+    driver = tmp_path / "driver.py"
+    driver.write_text(textwrap.dedent(DAEMONIZING_DRIVER))
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    command = f"{sys.executable} {driver} {pids}"
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_host_conformance.harness.cli", "run", *workers]
+        + ["--client-cmd", command, "--", "-p", "no:randomly", "-p", "no:cacheprovider"]
+        + ["-k", "test_adding_a_server_does_not_connect or test_result_is_shown_saved"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    started = [int(p.name) for p in pids.iterdir()]
+    assert started, "the driver started no daemon"
+    # killed by the run as it ended; reaped by it, or by init at its pace once killed
+    deadline = time.monotonic() + BOUND
+    tick = threading.Event()
+    while any(pid_alive(pid) for pid in started) and time.monotonic() < deadline:
+        tick.wait(0.05)
+    left = [pid for pid in started if pid_alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "a setsid'd descendant of the driver outlived the run"
+
+
+def test_the_sweep_spares_what_ran_before_the_run(monkeypatch):
+    """A suite run in-process (a test process) kills what the run left, not what the process
+    already had."""
+    monkeypatch.setattr(run_cleanup, "_spared", None)
+    before = subprocess.Popen(["sleep", "60"])
+    try:
+        run_cleanup.start_run()
+        during = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        assert run_cleanup.sweep() == [during.pid]
+        assert not pid_alive(during.pid)  # killed and reaped
+        assert before.poll() is None
+        assert run_cleanup.sweep() == []  # once a run
+    finally:
+        before.kill()
+        before.wait()
+        ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER off: this process's own

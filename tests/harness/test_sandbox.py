@@ -206,22 +206,29 @@ def test_an_unprivileged_user_is_sealed_through_a_user_namespace(sealable):
         "import os, socket; s = socket.socket(); s.bind(('192.0.2.1', 0)); "
         "print(os.getuid(), open('/proc/self/net/dev').read().count(':'))"
     )
-    # the module is stdlib-only, so the system interpreter runs a copy of it as a plain file,
-    # from a directory the unprivileged user can read (pytest's own tmp_path is private)
+    # the sandbox is stdlib-only, so the system interpreter runs a copy of it laid out as a
+    # checkout (the package finds its parts beside itself), from a directory the unprivileged
+    # user can read (pytest's own tmp_path is private)
+    root = Path(sandbox.__file__).parents[2]
+    parts = ["mcp_host_conformance/__init__.py", "harness/__init__.py"]
+    parts += [f"harness/sandbox/{name}" for name in ("__init__.py", "network.py", "dns_stub.py")]
     with tempfile.TemporaryDirectory(prefix="mcphc-sandbox-test-") as where:
-        Path(where).chmod(0o755)
-        copy = Path(where) / "sandbox.py"
-        shutil.copy(sandbox.__file__, copy)
-        copy.chmod(0o644)
+        for part in parts:
+            (Path(where) / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / part, Path(where) / part)
+        for path in [Path(where), *Path(where).rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
         done = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, str(copy)]
-            + ["--require", "--", python, "-c", probe],
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-m"]
+            + ["mcp_host_conformance.harness.sandbox.network", "--require", "--"]
+            + [python, "-c", probe],
             capture_output=True,
             text=True,
             timeout=BOUND,
             cwd=where,
         )
-    if done.returncode == 3 and "cannot make" in done.stderr:
+    # a Python exception in the reason ("ModuleNotFoundError: ...") is this test's fault
+    if done.returncode == 3 and "cannot make" in done.stderr and "Error: " not in done.stderr:
         pytest.skip(f"no unprivileged user namespaces here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["65534", "1"]
@@ -243,6 +250,31 @@ def test_require_fails_with_one_line_where_no_namespace_can_be_made(monkeypatch,
     # the run command: --network isolated refuses to go on; auto would run unsealed
     assert cli.main(["run", "--network", "isolated"], sealing=True) == 3
     assert "--network isolated" in capsys.readouterr().err
+
+
+def test_without_require_running_unsealed_is_said_in_one_line(monkeypatch, capsys):
+    """No namespace can be made and no --require: the command runs, never silently open."""
+    ran: list[list[str]] = []
+
+    def exec_instead(path: str, argv: list[str]) -> None:
+        ran.append(list(argv))
+
+    monkeypatch.setattr(sandbox, "observe", lambda: sandbox.Network(sandbox.HOST, reason="x"))
+    monkeypatch.setattr(sandbox, "_threads", lambda: 1)
+    monkeypatch.setattr(sandbox, "_trial", lambda: "unshare: Operation\nnot permitted")
+    monkeypatch.setattr(sandbox.os, "execvp", exec_instead)
+    monkeypatch.delenv(sandbox.REASON_ENV, raising=False)
+    sandbox.main(["--", "pytest", "-q"])
+    assert ran == [["pytest", "-q"]]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "cannot make a private network namespace" in err and "Operation not permitted" in err
+    assert "'pytest'" in err and "own network" in err
+    # the command too
+    ran.clear()
+    cli.main(["sealed", "--", "pytest", "-q"])
+    assert ran == [["pytest", "-q"]]
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_usage_errors():

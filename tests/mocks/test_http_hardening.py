@@ -277,6 +277,72 @@ def test_connections_over_the_limit_get_503_and_a_journal_event(kind):
         server.close()  # type: ignore[attr-defined]
 
 
+def _silent(target: Target) -> socket.socket:
+    """A connection that never sends a byte (for TLS: not even its handshake)."""
+    return socket.create_connection(("127.0.0.1", target.port), timeout=GENEROUS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_silent_connections_cannot_lock_a_client_out(kind):
+    """As many connections as the mock takes, none sending a byte, then a real request: it is
+    answered, at once. The bounds on time are made too long to play any part: only the cap
+    on connections waiting for a request frees the slots (the one waiting longest goes)."""
+    limits = HttpLimits(request_timeout=3600.0, idle_timeout=3600.0)
+    target, server = _start(kind, limits)
+    held = []
+    try:
+        held = [_silent(target) for _ in range(limits.max_connections)]
+        response = _run(exchange(target, target.request(), timeout=GENEROUS))
+        assert status_of(response) == 200  # type: ignore[arg-type]
+        assert target.requests_journalled() == 1
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_connection_that_sends_nothing_is_closed_after_the_slow_client_bound(kind):
+    """The bound on a slow client starts at accept, not at its first byte: a connection that
+    sends nothing is closed after `request_timeout`, however long kept-alive ones may idle."""
+    target, server = _start(kind, HttpLimits(request_timeout=0.3, idle_timeout=3600.0))
+    sock = _silent(target)
+    try:
+        sock.settimeout(GENEROUS)
+        try:
+            assert sock.recv(65536) == b""
+        except TimeoutError:
+            pytest.fail("a connection that sent nothing was kept open")
+        except OSError:
+            pass  # closed by a reset: closed all the same
+    finally:
+        sock.close()
+        server.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", ["http", "responses"])
+def test_a_kept_alive_connection_still_gets_the_idle_timeout(kind):
+    """A client that has spoken keeps its connection between requests past the slow-client
+    bound (the idle timeout is its own)."""
+    target, server = _start(kind, HttpLimits(request_timeout=0.3, idle_timeout=3600.0))
+    sock = _silent(target)
+    try:
+        sock.sendall(target.request(close=False))
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        assert status_of(answer) == 200
+        # watched for what must not happen, well past the slow-client bound (a grace period)
+        threading.Event().wait(1.5)
+        sock.sendall(target.request(close=True))
+        while chunk := sock.recv(65536):
+            answer += chunk
+        assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:300]
+    finally:
+        sock.close()
+        server.close()  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_expect_100_continue_gets_a_100_then_the_answer(kind):
     target, server = _start(kind)
