@@ -1,0 +1,1 @@
+"""A small MCP host written with pydantic-ai (see ../README.md)."""
