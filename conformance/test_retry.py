@@ -110,7 +110,7 @@ def ask_unknown(running, model, server: str, rid: str, question: str = "create a
 # ---- RETRY-1 -------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RETRY-1")
+@pytest.mark.mcphc_requirements("RETRY-1")
 def test_uncertain_call_is_never_sent_twice(
     host, restarted_host, http_mock, stdio_mock, model, timeouts
 ):
@@ -197,7 +197,7 @@ def test_uncertain_call_is_never_sent_twice(
 ACK_CAUSES = ["closed", "timeout", "stdio-exits", "oversized", "status-502"]
 
 
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: after a lost connection, a timeout, a
@@ -247,8 +247,8 @@ def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, mo
     )
 
 
-@pytest.mark.needs_cancel
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_needs_cancel
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_cancelled_call_needs_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: also when the user cancelled the call
@@ -295,7 +295,7 @@ def test_cancelled_call_needs_acknowledgement(host, http_mock, stdio_mock, model
 # ---- RETRY-3 -------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RETRY-3")
+@pytest.mark.mcphc_requirements("RETRY-3")
 def test_declined_acknowledgement_keeps_question_and_session(host, http_mock, stdio_mock, model):
     """Declining the acknowledgement keeps the question unsent and the session usable: a
     later acceptance sends it, without a restart (also after declining twice)."""
