@@ -47,7 +47,8 @@ def _client_args(config) -> list[str]:
     client_cmd = option(config, "client_cmd", None)
     if client_cmd:
         return ["--client-cmd", client_cmd]
-    folders = [a for folder in option(config, "client_path", []) for a in ("--client-path", folder)]
+    paths: list[str] = option(config, "client_path", [])
+    folders = [a for folder in paths for a in ("--client-path", folder)]
     return [*folders, "--client", client] if client else []
 
 

@@ -110,7 +110,10 @@ def _monitored(raw: object) -> list[str]:
 
 
 class CaseLines:
-    """The plugin (see the module's comment)."""
+    """The plugin (see the module's comment), with the pytest arguments it needs."""
+
+    # pytest's percentages off (its last, "[100%]", is written after the run loop)
+    PYTEST_ARGS: Final = ("-o", "console_output_style=classic")
 
     def __init__(self) -> None:
         self.config: pytest.Config | None = None
