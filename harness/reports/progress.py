@@ -84,7 +84,7 @@ def case_line(
         else str(props.get(P_REQUIREMENTS) or "").split()
     )
     width = len(str(total))
-    line = f"{done:>{width}}/{total} {_WORDS.get(outcome, outcome):<{_WIDTH}} {inline(case)}"
+    line = f"{done:>{width}}/{total} {_WORDS.get(outcome, outcome):<{_WIDTH}}  {inline(case)}"
     if ids:
         line += f"  [{', '.join(ids)}]"
     broken = _monitored(props.get(P_MONITORS))
@@ -102,11 +102,12 @@ def _monitored(raw: object) -> list[str]:
         findings = json.loads(raw)
     except ValueError:
         return []
-    return [
+    said = [
         f"{inline(str(f.get('rule', '?')))} {f.get('outcome')}"
         for f in findings
         if isinstance(f, dict) and f.get("outcome") in (FAILED, WARNING)
     ]
+    return list(dict.fromkeys(said))  # a rule a monitor saw broken several times, once
 
 
 class CaseLines:

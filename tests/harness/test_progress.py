@@ -56,7 +56,7 @@ def test_which_arguments_ask_pytest_for_its_own_output(args, asked):
 def test_a_case_line_says_outcome_case_and_rules():
     props = {P_CASE: "test_approval::test_x", P_OUTCOME: "not_applicable", P_REQUIREMENTS: "PIN-1"}
     line, markup = case_line(3, 128, "conformance/test_approval.py::test_x", props, "skipped")
-    assert line == "  3/128 not applicable   test_approval::test_x  [PIN-1]"
+    assert line == "  3/128 not applicable    test_approval::test_x  [PIN-1]"
     assert markup == {}
 
 
@@ -66,10 +66,10 @@ def test_a_failed_case_names_the_rules_it_failed_and_a_monitors_finding():
         P_OUTCOME: "failed",
         P_REQUIREMENTS: "RETRY-1 RETRY-2",
         P_AT_STAKE: "RETRY-2",
-        P_MONITORS: json.dumps([{"rule": "APR-1", "outcome": "failed"}]),
+        P_MONITORS: json.dumps([{"rule": "APR-1", "outcome": "failed"}] * 3),
     }
     line, markup = case_line(12, 12, "x", props, "failed")
-    assert line == "12/12 failed           test_retry::test_y  [RETRY-2]  monitors: APR-1 failed"
+    assert line == "12/12 failed            test_retry::test_y  [RETRY-2]  monitors: APR-1 failed"
     assert markup["red"]
 
 
@@ -86,7 +86,7 @@ def test_a_case_whose_own_checks_passed_but_a_monitor_failed_is_red():
 
 def test_a_test_that_is_no_case_shows_its_node_id_and_pytest_s_outcome():
     line, _ = case_line(1, 2, "tests/test_own.py::test_a", {}, "skipped")
-    assert line == "1/2 skipped          tests/test_own.py::test_a"
+    assert line == "1/2 skipped           tests/test_own.py::test_a"
 
 
 def test_host_text_in_a_case_line_stays_on_one_line():
