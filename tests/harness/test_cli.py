@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_host_conformance.harness import cli
+from mcp_host_conformance.harness.reports.progress import CaseLines
 
 FEW_SECONDS = 20.0  # a mistake is answered long before this, even on a loaded machine
 
@@ -78,6 +79,7 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
         "2.5",
         "--mcphc-workers",
         "2",
+        *CaseLines.PYTEST_ARGS,  # the run's line per case
         "-k",
         "approval",
         "-x",
@@ -97,6 +99,7 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
         "--pyargs",
         "mcp_host_conformance.conformance",
         *("--mcphc-workers", workers),
+        *CaseLines.PYTEST_ARGS,
     ]
 
 
@@ -107,7 +110,13 @@ def test_serial_runs_in_this_process(monkeypatch, argv):
         pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
     )
     assert cli.main(["run", *argv]) == 0
-    assert seen["args"] == [*cli.plugin_args(), *cli.isolated_args(), "--pyargs", SUITE]
+    assert seen["args"] == [
+        *cli.plugin_args(),
+        *cli.isolated_args(),
+        "--pyargs",
+        SUITE,
+        *CaseLines.PYTEST_ARGS,
+    ]
 
 
 def test_a_run_loads_only_the_suites_plugins():

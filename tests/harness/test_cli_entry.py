@@ -70,3 +70,16 @@ def test_a_pytest_usage_error_after_the_separator_is_status_5(tmp_path):
     done = _run([str(BIN / "mcp-host-conformance"), "run", "--", "--no-such-option"], tmp_path)
     assert done.returncode == cli.Status.USAGE_ERROR == 5, done.stdout + done.stderr
     assert "unrecognized arguments: --no-such-option" in done.stderr
+
+
+def test_explore_gives_its_options_to_the_plugin(tmp_path):
+    """`explore` speaks to the plugin through its prefixed options (`--mcphc-explore-seed`...)."""
+    done = _run(
+        [
+            str(BIN / "mcp-host-conformance"),
+            *("explore", "--network", "host", "--scenarios", "1", "--seed", "3"),
+        ],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "explorer: seed: 3" in done.stdout and "explorer: scenarios: 1" in done.stdout
