@@ -65,7 +65,7 @@ def calls_with(journal, key: str, value) -> list:
     )
 
 
-@pytest.mark.requirements("APR-1")
+@pytest.mark.mcphc_requirements("APR-1")
 def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts):
     """Every MCP call waits for its own approval; nothing reaches the server before it."""
     docs = http_mock(docs_spec())
@@ -124,7 +124,7 @@ def test_every_call_waits_for_its_own_approval(host, http_mock, model, timeouts)
     )
 
 
-@pytest.mark.requirements("APR-1")
+@pytest.mark.mcphc_requirements("APR-1")
 def test_identical_calls_each_wait_for_their_own_approval(host, http_mock, stdio_mock, model):
     """Every MCP call waits for its own approval: a yes for one call carries over neither to
     an identical call (same server, tool and arguments) later in the turn, nor to the same
@@ -191,7 +191,7 @@ NOT_YES = [
 ]
 
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_anything_but_yes_denies(host, http_mock, model, timeouts):
     """Approval is default-deny: an empty answer, `n`, or anything but yes denies; nothing is
     sent (not then, not later: also across the next question and a grace period); the model
@@ -279,7 +279,7 @@ HINTS_ALONE = {
 }
 
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
     """Tool annotations such as `readOnlyHint: true` never skip the approval: each hint alone
     and all together, over HTTP and stdio, and also after an earlier call of the same
@@ -379,7 +379,7 @@ def test_annotations_never_skip_approval(host, http_mock, stdio_mock, model):
     )
 
 
-@pytest.mark.requirements("APR-4")
+@pytest.mark.mcphc_requirements("APR-4")
 def test_confirmation_names_server_destination_tool_and_arguments(
     host, http_mock, stdio_mock, model
 ):
@@ -575,7 +575,7 @@ def cut_problems(name: str, arguments: dict, shown: str, cut: bool) -> list[str]
     return problems
 
 
-@pytest.mark.requirements("APR-5")
+@pytest.mark.mcphc_requirements("APR-5")
 def test_long_arguments_are_cut_and_marked_but_sent_whole(host, http_mock, model):
     """Arguments shown are cut off after 2 KiB, visibly marked as cut; the server still
     receives the complete arguments once approved. Counted in bytes of UTF-8: just under

@@ -32,7 +32,7 @@ def ordinary_spec(name: str = "docs") -> ServerSpec:
     )
 
 
-@pytest.mark.requirements("CFG-1")
+@pytest.mark.mcphc_requirements("CFG-1")
 def test_adding_a_server_does_not_connect(host, http_mock, stdio_mock, description, timeouts):
     """Adding a server to the configuration does not connect to it."""
     if "verified-add" in description.profiles:
@@ -67,7 +67,7 @@ def plant_lures(project: Path, adapter, description, remote_lure, local_lure, ti
     )
 
 
-@pytest.mark.requirements("CFG-2")
+@pytest.mark.mcphc_requirements("CFG-2")
 def test_project_configuration_is_never_read(
     host, project, adapter, http_mock, stdio_mock, model, description, timeouts
 ):
@@ -106,7 +106,7 @@ def test_project_configuration_is_never_read(
     )
 
 
-@pytest.mark.requirements("CFG-2")
+@pytest.mark.mcphc_requirements("CFG-2")
 def test_project_configuration_is_never_read_even_without_home_servers(
     host, project, adapter, http_mock, stdio_mock, model, description, timeouts
 ):
@@ -176,7 +176,7 @@ def _loose_modes(files: list[Path], home: Path) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-@pytest.mark.requirements("CFG-3")
+@pytest.mark.mcphc_requirements("CFG-3")
 def test_credential_file_is_private(host, home, http_mock, stdio_mock, secrets):
     """The configuration file that holds credentials is private: mode 0600 (its directory not
     group/world writable), also after another server was added and one removed (the file
@@ -216,7 +216,7 @@ def test_credential_file_is_private(host, home, http_mock, stdio_mock, secrets):
     )
 
 
-@pytest.mark.requirements("CFG-4")
+@pytest.mark.mcphc_requirements("CFG-4")
 def test_listing_shows_no_secret(host, http_mock, stdio_mock, secrets):
     """Listing servers shows names and destinations but never a header or environment value:
     whatever the header's or variable's name (an innocent-looking name holds a secret too),
@@ -281,7 +281,7 @@ def _check_next_start(second, gone, gone_local, when: str) -> None:
         )
 
 
-@pytest.mark.requirements("CFG-5")
+@pytest.mark.mcphc_requirements("CFG-5")
 def test_removed_server_is_not_connected_at_next_start(
     host, http_mock, stdio_mock, model, pytestconfig
 ):

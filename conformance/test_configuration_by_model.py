@@ -147,7 +147,7 @@ def tempting_spec(name: str, document: str) -> ServerSpec:
     )
 
 
-@pytest.mark.requirements("CFG-6")
+@pytest.mark.mcphc_requirements("CFG-6")
 def test_the_model_cannot_change_the_configuration(
     host, home, project, http_mock, stdio_mock, model
 ):

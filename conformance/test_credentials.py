@@ -102,7 +102,7 @@ def everywhere(host, model, secrets: Secrets) -> list[str]:
 # ---- CRED-1 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("CRED-1")
+@pytest.mark.mcphc_requirements("CRED-1")
 def test_each_header_goes_to_its_own_server_only(host, http_mock, stdio_mock, model, secrets):
     """A header configured for a remote server is sent to that server and to no other
     destination (two remote servers with headers, one without, the model service, and two
@@ -181,7 +181,7 @@ def test_each_header_goes_to_its_own_server_only(host, http_mock, stdio_mock, mo
 # ---- CRED-2 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("CRED-2")
+@pytest.mark.mcphc_requirements("CRED-2")
 def test_each_environment_variable_reaches_its_own_server_only(
     host, stdio_mock, http_mock, model, secrets
 ):
@@ -251,7 +251,7 @@ def test_each_environment_variable_reaches_its_own_server_only(
 # ---- CRED-3 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("CRED-3")
+@pytest.mark.mcphc_requirements("CRED-3")
 def test_no_secret_anywhere_the_user_or_the_model_sees(host, http_mock, stdio_mock, model, secrets):
     """No configured secret ever appears in status lines, confirmations, error messages,
     results, session files, or any request to the model service."""
@@ -346,7 +346,7 @@ def lower_hex(encoded: str) -> str:
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)
 
 
-@pytest.mark.requirements("CRED-3")
+@pytest.mark.mcphc_requirements("CRED-3")
 def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
     host, http_mock, stdio_mock, model, secrets
 ):
@@ -437,7 +437,7 @@ def test_secret_echoed_back_by_a_server_is_neither_shown_nor_sent(
     )
 
 
-@pytest.mark.requirements("CRED-3")
+@pytest.mark.mcphc_requirements("CRED-3")
 def test_credential_echoed_without_its_scheme_is_removed_everywhere(
     host, http_mock, model, secrets
 ):
@@ -534,7 +534,7 @@ SECRET_TAILS = st.text(
 )
 
 
-@pytest.mark.requirements("CRED-3")
+@pytest.mark.mcphc_requirements("CRED-3")
 # No shrinking (nor example database): every example starts the host, and the first failing
 # one says enough; shrinking would start it dozens of times more.
 @settings(
@@ -611,7 +611,7 @@ REJECTIONS = (
 )
 
 
-@pytest.mark.requirements("CRED-4")
+@pytest.mark.mcphc_requirements("CRED-4")
 def test_rejected_credentials_are_reported_without_the_value(host, http_mock, model, secrets):
     """A server that rejects the credentials (401 or 403 at connect) is reported unavailable
     with a reason that says OAuth is not supported and suggests a static header such as an
@@ -713,7 +713,7 @@ def oauth_steps(mock, name: str) -> list[str]:
     ]
 
 
-@pytest.mark.requirements("CRED-6")
+@pytest.mark.mcphc_requirements("CRED-6")
 def test_no_oauth_flow_after_a_rejection(
     description, host, http_mock, model, case, monkeypatch, timeouts
 ):
@@ -817,7 +817,7 @@ def terminal_tail(text: str, secret: str, limit: int = 600) -> str:
     return repr(text[-limit:])
 
 
-@pytest.mark.requirements("CRED-5")
+@pytest.mark.mcphc_requirements("CRED-5")
 def test_secret_typed_with_echo_off(description, host, http_mock, secrets, timeouts):
     """A secret is typed with echo off when the server is added interactively.
 

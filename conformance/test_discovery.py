@@ -59,7 +59,7 @@ def discovery_counts(mocks: dict) -> dict[str, tuple[int, int]]:
 # ---- DISC-1 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-1")
+@pytest.mark.mcphc_requirements("DISC-1")
 def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock, model):
     """At start, every configured server is connected and its tools listed, once, without
     asking the user; a status line reports `MCP server NAME: N tools from DESTINATION`
@@ -151,7 +151,7 @@ def test_start_connects_and_lists_every_server_once(host, http_mock, stdio_mock,
 # ---- DISC-2 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-2")
+@pytest.mark.mcphc_requirements("DISC-2")
 def test_servers_connect_in_parallel(host, http_mock, stdio_mock, case, timeouts):
     """Servers connect in parallel: three HTTP and three stdio servers each hold their
     answer to `initialize` until all six have received one (a barrier), so a host that
@@ -219,7 +219,7 @@ def _slow_servers(host, http_mock, stdio_mock, limit: float) -> list[tuple[str, 
     ]
 
 
-@pytest.mark.requirements("DISC-3")
+@pytest.mark.mcphc_requirements("DISC-3")
 def test_connection_limit_covers_initialize_and_discovery(host, http_mock, stdio_mock, timeouts):
     """Each connection (initialize + discovery) is limited (10 s by default; scaled here); a
     server that does not answer in time is reported `MCP server NAME unavailable: REASON`
@@ -242,8 +242,8 @@ def test_connection_limit_covers_initialize_and_discovery(host, http_mock, stdio
     )
 
 
-@pytest.mark.slow
-@pytest.mark.requirements("DISC-3")
+@pytest.mark.mcphc_slow
+@pytest.mark.mcphc_requirements("DISC-3")
 def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock):
     """Each connection (initialize + discovery) is limited to 10 s by default: observed on a
     host started with no timeout at all (its own default), never read from its description."""
@@ -262,7 +262,7 @@ def test_default_connect_timeout_is_ten_seconds(host, http_mock, stdio_mock):
 # ---- DISC-4 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-4")
+@pytest.mark.mcphc_requirements("DISC-4")
 def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model, case, timeouts):
     """A failed server never stops chat or the other servers: offline, stalled, failing with
     an HTTP server error, a missing command and a garbage-speaking stdio server beside a
@@ -311,7 +311,7 @@ def test_failed_servers_never_stop_the_others(host, http_mock, stdio_mock, model
 # ---- DISC-5 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-5")
+@pytest.mark.mcphc_requirements("DISC-5")
 def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
     """The tool list is fixed once discovery finishes: `notifications/tools/list_changed` or a
     changed `tools/list` later has no effect until restart;
@@ -347,7 +347,7 @@ def test_tool_list_is_fixed_after_discovery(host, http_mock, model, timeouts):
 # ---- DISC-11 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-11")
+@pytest.mark.mcphc_requirements("DISC-11")
 def test_time_to_ready_with_five_servers(host, http_mock, record_property):
     """INFO: time from start to ready with N healthy servers."""
     for i in range(5):

@@ -51,7 +51,7 @@ def healthy(name: str) -> ServerSpec:
 # ---- DISC-6 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-6")
+@pytest.mark.mcphc_requirements("DISC-6")
 def test_at_most_sixteen_pages(host, http_mock):
     """At most 16 pages of `tools/list`. A server that needs a 17th page is unavailable
     (two tools a page, and one tool a page; two servers of 16 pages each both register)."""
@@ -69,7 +69,7 @@ def test_at_most_sixteen_pages(host, http_mock):
 # ---- DISC-7 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("DISC-7")
+@pytest.mark.mcphc_requirements("DISC-7")
 def test_at_most_128_tools(host, http_mock):
     """At most 128 tools per server; 129 makes the server unavailable: in one page and over
     several pages (16 a page); two servers of 128 tools each both register."""
@@ -93,7 +93,7 @@ def wide_schema_spec(n_bytes: int) -> ServerSpec:
     return schema_spec(n_bytes, fill=WIDE)
 
 
-@pytest.mark.requirements("DISC-8")
+@pytest.mark.mcphc_requirements("DISC-8")
 def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock):
     """Each `inputSchema` must be a JSON object of at most 16 KiB; otherwise the server is
     unavailable (size: UTF-8 length of the compact JSON; 15 KiB vs 17 KiB, also with
@@ -131,7 +131,7 @@ def test_input_schema_must_be_an_object_of_at_most_16_kib(host, http_mock):
         expect_unavailable(running, name, "DISC-8", why)
 
 
-@pytest.mark.requirements("DISC-8")
+@pytest.mark.mcphc_requirements("DISC-8")
 def test_schema_size_at_the_exact_boundary_is_reported(host, http_mock, record_property):
     """INFO: how the client treats a schema of exactly 16 KiB and of 16 KiB + 1 byte, in
     ASCII and in 3-byte characters."""
@@ -181,7 +181,7 @@ def name_bulk_spec(total_bytes: int, name_bytes: int = 2 * KIB) -> ServerSpec:
     return ServerSpec(name="names", tools=tools)
 
 
-@pytest.mark.requirements("DISC-9")
+@pytest.mark.mcphc_requirements("DISC-9")
 def test_tool_definitions_total_at_most_64_kib(host, http_mock):
     """One server's tool definitions (names, descriptions, schemas) total at most 64 KiB; over
     that the server is unavailable (63 KiB vs 65 KiB, in ASCII and in 3-byte characters; the
@@ -206,7 +206,7 @@ def test_tool_definitions_total_at_most_64_kib(host, http_mock):
         expect_unavailable(running, name, "DISC-9", why)
 
 
-@pytest.mark.requirements("DISC-9")
+@pytest.mark.mcphc_requirements("DISC-9")
 def test_definitions_size_at_the_exact_boundary_is_reported(host, http_mock, record_property):
     """INFO: how the client treats definitions of exactly 64 KiB and of 64 KiB + 1 byte, in
     ASCII and in 3-byte characters."""
@@ -236,7 +236,7 @@ def breakers() -> dict[str, ServerSpec]:
     }
 
 
-@pytest.mark.requirements("DISC-10")
+@pytest.mark.mcphc_requirements("DISC-10")
 def test_over_limit_server_tools_never_reach_the_model(host, http_mock, stdio_mock, model):
     """A server that breaks any discovery limit is registered not at all: none of its tools
     reaches the model (each limit broken over HTTP and over stdio)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_host_conformance.harness.cases.items import option
 from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS
 from mcp_host_conformance.harness.explorer.explore import Budget, explore, replay
 from mcp_host_conformance.harness.explorer.scenario import ScenarioError, load
@@ -59,32 +60,32 @@ def _replay(world: World, path: str) -> list[Finding]:
     ]
 
 
-@pytest.mark.explorer
+@pytest.mark.mcphc_explorer
 def test_generated_sessions(
     pytestconfig, adapter, description, timeouts, _lures, _second_process, record_property
 ):
     world = _world(pytestconfig, adapter, description, timeouts, _lures, _second_process)
-    replaying = pytestconfig.getoption("explore_replay")
+    replaying = option(pytestconfig, "explore_replay", None)
     if replaying:
         findings = _replay(world, replaying)
         if findings:
             raise MonitorFailure(findings)
         return
-    seconds = pytestconfig.getoption("explore_seconds")
-    scenarios = pytestconfig.getoption("explore_scenarios")
+    seconds = option(pytestconfig, "explore_seconds", None)
+    scenarios = option(pytestconfig, "explore_scenarios", None)
     if seconds is None and scenarios is None:
         scenarios = EXPLORE_SCENARIOS
     if scenarios == 0:
-        pytest.skip("the explorer's budget is 0 scenarios (--explore-scenarios 0)")
-    seed = pytestconfig.getoption("explore_seed")
-    out = Path(pytestconfig.getoption("explore_dir") or SCENARIOS_DIR)
+        pytest.skip("the explorer's budget is 0 scenarios (--mcphc-explore-scenarios 0)")
+    seed = option(pytestconfig, "explore_seed", None)
+    out = Path(option(pytestconfig, "explore_dir", None) or SCENARIOS_DIR)
     result = explore(
         world,
         seed,
         Budget(
             scenarios=scenarios,
             seconds=seconds,
-            shrink_runs=pytestconfig.getoption("explore_shrink"),
+            shrink_runs=option(pytestconfig, "explore_shrink", None),
         ),
         out_dir=out,
         about={"client": f"{inline(description.name)} {inline(description.version)}"},

@@ -158,7 +158,7 @@ def check_hashed_not_guessed(names: dict[tuple[str, str], str | None]) -> None:
 AT_64 = "t" * 55  # mcp_docs_ + 55 = 64 characters: valid, kept
 
 
-@pytest.mark.requirements("EXP-1")
+@pytest.mark.mcphc_requirements("EXP-1")
 def test_valid_names_are_mcp_server_tool(host, http_mock, model):
     """Each discovered tool is offered as a function named `mcp_<server>_<tool>` whenever
     that string matches `^[A-Za-z0-9_-]{1,64}$` and is unique in the request (also at
@@ -196,7 +196,7 @@ AWKWARD = [
 ]
 
 
-@pytest.mark.requirements("EXP-2")
+@pytest.mark.mcphc_requirements("EXP-2")
 def test_awkward_names_are_valid_unique_and_stable(host, http_mock, model, pytestconfig):
     """Otherwise (disallowed characters, longer than 64, or a collision) the name gets a short
     hash suffix instead of a guessed replacement; every offered name matches the pattern, is
@@ -259,7 +259,7 @@ tool_names = st.lists(
 )
 
 
-@pytest.mark.requirements("EXP-2")
+@pytest.mark.mcphc_requirements("EXP-2")
 # No shrinking (nor example database): every example starts the host, and the first failing
 # one says enough; shrinking would start it dozens of times more.
 @settings(
@@ -318,7 +318,7 @@ def impostor(generated: str, server: str) -> str | None:
     )
 
 
-@pytest.mark.requirements("EXP-2")
+@pytest.mark.mcphc_requirements("EXP-2")
 def test_a_generated_name_taken_by_a_plain_one_stays_unique(host, http_mock, model):
     """Every offered name is unique in the request, even when another tool's plain
     `mcp_<server>_<tool>` is exactly the name generated for an awkward one (twice over: the
@@ -389,7 +389,7 @@ SCHEMAS = {
 }
 
 
-@pytest.mark.requirements("EXP-3")
+@pytest.mark.mcphc_requirements("EXP-3")
 def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
     """The function's `parameters` equal the server's `inputSchema` exactly,
     and `strict` is false."""
@@ -418,7 +418,7 @@ def test_parameters_are_the_input_schema_exactly(host, http_mock, model):
 LONG_TEXT = "Löng désçription of a tool, with € and 📎 in it. " * 60  # ~2,900 characters
 
 
-@pytest.mark.requirements("EXP-4")
+@pytest.mark.mcphc_requirements("EXP-4")
 def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, stdio_mock, model):
     """The description starts with `[MCP server SERVER, tool TOOL]`, contains the server's
     description text, and a note that arguments go to that server and that results are
@@ -472,7 +472,7 @@ def builtin_names(body: dict[str, Any]) -> list[str]:
     return sorted(str(t.get("name") or t.get("type")) for t in builtin_tools(body))
 
 
-@pytest.mark.requirements("EXP-5")
+@pytest.mark.mcphc_requirements("EXP-5")
 def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, stdio_mock, model):
     """MCP tools are offered beside the client's built-in tools in every model request of
     a session: the built-ins the host offers with no MCP server, and every MCP tool, in each
@@ -532,7 +532,7 @@ def test_mcp_tools_offered_beside_builtins_in_every_request(host, http_mock, std
 # ---- EXP-6 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("EXP-6")
+@pytest.mark.mcphc_requirements("EXP-6")
 def test_standing_instructions_are_reported(host, http_mock, model, record_property):
     """INFO: the standing instructions sent to the model say that MCP tool descriptions and
     results are data, never instructions or authorization."""
@@ -584,7 +584,7 @@ FULL_DEFINITION = Tool(
 SERVER_INFO = {"name": "Acme Knowledge Base", "title": "Acme KB", "version": "7.1.0"}
 
 
-@pytest.mark.requirements("EXP-3")
+@pytest.mark.mcphc_requirements("EXP-3")
 def test_parameters_are_the_input_schema_whatever_else_the_definition_holds(
     host, http_mock, stdio_mock, model
 ):
@@ -607,7 +607,7 @@ def test_parameters_are_the_input_schema_whatever_else_the_definition_holds(
         )
 
 
-@pytest.mark.requirements("EXP-1", "EXP-4")
+@pytest.mark.mcphc_requirements("EXP-1", "EXP-4")
 def test_names_and_labels_come_from_the_configuration_not_the_server(host, http_mock, model):
     """The function is named `mcp_<server>_<tool>` and labelled `[MCP server SERVER, tool
     TOOL]` with the name the server is configured under and the tool's own name, whatever
@@ -633,7 +633,7 @@ def test_names_and_labels_come_from_the_configuration_not_the_server(host, http_
     )
 
 
-@pytest.mark.requirements("EXP-1", "EXP-2")
+@pytest.mark.mcphc_requirements("EXP-1", "EXP-2")
 def test_identical_definitions_on_two_servers_are_both_offered_apart(host, http_mock, model):
     """Two servers that serve the same tool, defined the same way (the same name, description
     and schema, and the same name for themselves, as two instances of one server have): both

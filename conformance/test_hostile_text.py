@@ -151,7 +151,7 @@ def seen_texts(host, running) -> list[str]:
     return [t for t in texts if t]
 
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 @pytest.mark.parametrize("kind", list(SEQUENCES))
 def test_server_text_is_shown_neutralized(kind, host, http_mock, stdio_mock, model):
     """Text that comes from a server (tool names and descriptions, results, error messages,
@@ -238,7 +238,7 @@ def test_server_text_is_shown_neutralized(kind, host, http_mock, stdio_mock, mod
     )
 
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 def test_interactive_add_shows_no_raw_server_text(
     description, host, http_mock, timeouts, record_property
 ):

@@ -69,7 +69,7 @@ def remote_urls(remote: RemoteListener) -> dict[str, str]:
     return urls
 
 
-@pytest.mark.requirements("NET-1")
+@pytest.mark.mcphc_requirements("NET-1")
 def test_plain_http_to_a_remote_host_is_refused_at_once(host, http_mock, case, network):
     """Remote URLs must use HTTPS; plain HTTP is accepted only for `localhost` and loopback
     addresses. A plain-HTTP URL to any other host is refused with a reason naming HTTPS, and
@@ -135,7 +135,7 @@ LOOPBACK_FORMS = {
 }
 
 
-@pytest.mark.requirements("NET-1")
+@pytest.mark.mcphc_requirements("NET-1")
 def test_plain_http_to_loopback_forms_is_accepted(host, model, case):
     """Plain HTTP is accepted for `localhost` and loopback addresses (127.0.0.0/8, `::1`):
     each form connects and a call through it completes."""
@@ -186,7 +186,7 @@ BAD_CERTIFICATES = {
 }
 
 
-@pytest.mark.requirements("NET-2")
+@pytest.mark.mcphc_requirements("NET-2")
 def test_certificates_are_verified(host, http_mock, model):
     """HTTPS certificates are verified: a certificate from an untrusted CA, one for another
     host name and an expired one are each refused; the CA the client is told to trust works."""
@@ -224,7 +224,7 @@ def test_certificates_are_verified(host, http_mock, model):
     )
 
 
-@pytest.mark.requirements("NET-2")
+@pytest.mark.mcphc_requirements("NET-2")
 def test_certificate_not_trusted_without_its_ca(host, http_mock):
     """HTTPS certificates are verified: without the CA,
     the throwaway CA's certificate is refused."""
@@ -260,7 +260,7 @@ def followed(mock, location: str) -> list[str]:
     ]
 
 
-@pytest.mark.requirements("NET-3", "CRED-1")
+@pytest.mark.mcphc_requirements("NET-3", "CRED-1")
 def test_redirect_at_connect_is_not_followed(host, http_mock, secrets):
     """Redirects are never followed, at connect or at call time; headers never reach the
     redirect target (every redirect status, at initialize and at tools/list)."""
@@ -302,7 +302,7 @@ def test_redirect_at_connect_is_not_followed(host, http_mock, secrets):
         )
 
 
-@pytest.mark.requirements("NET-3", "CRED-1")
+@pytest.mark.mcphc_requirements("NET-3", "CRED-1")
 def test_redirect_at_call_is_not_followed(host, http_mock, model, secrets):
     """Redirects are never followed, at connect or at call time; headers never reach the
     redirect target."""
@@ -370,7 +370,7 @@ def test_redirect_at_call_is_not_followed(host, http_mock, model, secrets):
 SAME_ORIGIN = "/moved"  # a relative Location: the same host and port, another path
 
 
-@pytest.mark.requirements("NET-3")
+@pytest.mark.mcphc_requirements("NET-3")
 def test_same_origin_redirect_is_not_followed(host, http_mock, model):
     """Redirects are never followed, at connect or at call time: also a redirect to another
     path of the same server (the origin an HTTP library, or the MCP SDK, follows freely),
@@ -446,7 +446,7 @@ def sized_spec(name: str, mode: str, at: str | None, size: int, fill: str = "x")
     )
 
 
-@pytest.mark.requirements("NET-4")
+@pytest.mark.mcphc_requirements("NET-4")
 @pytest.mark.parametrize("transport", ["json", "sse", "stdio"])
 def test_message_limit_during_discovery(transport, host, http_mock, stdio_mock):
     """Each protocol message or HTTP response is limited to 1 MiB; over that during

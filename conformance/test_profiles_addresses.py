@@ -29,7 +29,7 @@ from mcp_host_conformance.harness.sandbox.network import NAMES
 from mcp_host_conformance.harness.sandbox.remote import RemoteListener
 from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 
-pytestmark = pytest.mark.profile("private-address-refusal")
+pytestmark = pytest.mark.mcphc_profile("private-address-refusal")
 
 BEYOND_ALLOWANCE = "127.0.0.2"  # loopback, but not the harness's 127.0.0.1
 
@@ -54,7 +54,7 @@ def _started_and_stopped(host) -> None:
     running.stop()
 
 
-@pytest.mark.requirements("PRIV-1")
+@pytest.mark.mcphc_requirements("PRIV-1")
 def test_urls_that_reach_private_addresses_are_refused(host, case, network, timeouts):
     """URLs that resolve to private or internal addresses are refused (the harness passes its
     own loopback allowance)."""
@@ -111,7 +111,7 @@ def test_urls_that_reach_private_addresses_are_refused(host, case, network, time
     )
 
 
-@pytest.mark.requirements("PRIV-1")
+@pytest.mark.mcphc_requirements("PRIV-1")
 def test_a_name_that_rebinds_to_a_private_address_is_refused(host, case, network, timeouts):
     """URLs that resolve to private or internal addresses are refused, also when the name's
     DNS answer changes between the host's check and its connection (DNS rebinding)."""

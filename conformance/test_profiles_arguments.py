@@ -27,7 +27,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("schema-validation")
+pytestmark = pytest.mark.mcphc_profile("schema-validation")
 
 # The nested object is a `$ref` to `$defs`, as Pydantic-based servers (FastMCP and others)
 # write every model: a check that does not follow references lets its breaks through.
@@ -86,7 +86,7 @@ def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-@pytest.mark.requirements("ARGS-1")
+@pytest.mark.mcphc_requirements("ARGS-1")
 def test_invalid_arguments_are_never_sent(host, http_mock, model):
     """Arguments are checked against the tool's input schema before sending; invalid arguments
     are never sent and give `failed`. **Decision:** valid arguments are sent unchanged."""

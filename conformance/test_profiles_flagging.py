@@ -19,13 +19,13 @@ from mcp_host_conformance.harness.cases.profile_support import reviewed
 from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("instruction-flagging")
+pytestmark = pytest.mark.mcphc_profile("instruction-flagging")
 
 DETECTION = 0.90
 FALSE_POSITIVES = 0.10
 
 
-@pytest.mark.requirements("FLAG-1")
+@pytest.mark.mcphc_requirements("FLAG-1")
 def test_tool_text_that_instructs_the_model_is_flagged(
     host, http_mock, description, record_property
 ):

@@ -25,7 +25,7 @@ from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.named import CANARY_B64
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("untrusted-marking")
+pytestmark = pytest.mark.mcphc_profile("untrusted-marking")
 
 # tool -> (its reply, the text of the server's content the marking must precede)
 RESULTS = {
@@ -41,7 +41,7 @@ RESULTS = {
 }
 
 
-@pytest.mark.requirements("UNTR-1")
+@pytest.mark.mcphc_requirements("UNTR-1")
 def test_every_result_handed_to_the_model_is_marked_untrusted(host, http_mock, model):
     """Every result handed on is marked untrusted. **Decision:** as a member
     `"untrusted": true` of a JSON object output, or as a line `untrusted: true` before the

@@ -28,6 +28,7 @@ import sys
 
 import pytest
 
+from mcp_host_conformance.harness.cases.items import option
 from mcp_host_conformance.harness.cases.observe import status_text
 from mcp_host_conformance.harness.contract.adapter import HttpServer
 from mcp_host_conformance.harness.oauth.official_client import (
@@ -41,20 +42,22 @@ from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("oauth")
+pytestmark = pytest.mark.mcphc_profile("oauth")
 
 BOUND = 60.0  # seconds the framework gives the client command (times the timeout scale)
 
 
 def _client_args(config) -> list[str]:
-    client = config.getoption("--client", default=None)
-    client_cmd = config.getoption("--client-cmd", default=None)
+    client = option(config, "client", None)
+    client_cmd = option(config, "client_cmd", None)
     if client_cmd:
         return ["--client-cmd", client_cmd]
-    return ["--client", client] if client else []
+    paths: list[str] = option(config, "client_path", [])
+    folders = [a for folder in paths for a in ("--client-path", folder)]
+    return [*folders, "--client", client] if client else []
 
 
-@pytest.mark.requirements("OAUTH-1")
+@pytest.mark.mcphc_requirements("OAUTH-1")
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_official_auth_scenario(scenario, request, case, timeouts, network):
     """OAuth servers: authorization code with PKCE, tokens refreshed host-side and never
@@ -98,7 +101,7 @@ def test_official_auth_scenario(scenario, request, case, timeouts, network):
 BROWSER = shlex.join([sys.executable, "-m", "mcp_host_conformance.harness.oauth.browser"])
 
 
-@pytest.mark.requirements("OAUTH-1")
+@pytest.mark.mcphc_requirements("OAUTH-1")
 def test_an_expired_token_is_refreshed_host_side_and_never_shown(host, model, case, secrets):
     """OAuth servers: authorization code with PKCE, tokens refreshed host-side and never
     shown."""

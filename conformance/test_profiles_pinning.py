@@ -21,7 +21,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import check
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("pinning")
+pytestmark = pytest.mark.mcphc_profile("pinning")
 
 FETCH_SCHEMA = {
     "type": "object",
@@ -88,7 +88,7 @@ def _call_all(model, server: str) -> None:
     )
 
 
-@pytest.mark.requirements("PIN-2")
+@pytest.mark.mcphc_requirements("PIN-2")
 def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, model):
     """Every tool starts disabled until a person approves it; a tool that appears later starts
     disabled too."""
@@ -155,7 +155,7 @@ def test_every_tool_starts_disabled_until_a_person_approves_it(host, http_mock, 
     )
 
 
-@pytest.mark.requirements("PIN-1")
+@pytest.mark.mcphc_requirements("PIN-1")
 def test_a_changed_tool_is_not_callable_until_approved_again(host, http_mock, model):
     """Tool definitions are pinned by a hash of their text; a tool whose description or schema
     changes stops being callable until approved again; unchanged tools keep working.
@@ -213,7 +213,7 @@ def test_a_changed_tool_is_not_callable_until_approved_again(host, http_mock, mo
     )
 
 
-@pytest.mark.requirements("PIN-3")
+@pytest.mark.mcphc_requirements("PIN-3")
 def test_the_model_cannot_approve_a_tool(host, http_mock, model):
     """Only a person approves a tool: nothing the model calls (a built-in tool of the host,
     any MCP tool) approves, enables or unpins one."""

@@ -30,7 +30,7 @@ from mcp_host_conformance.mocks.named import (
 )
 from mcp_host_conformance.mocks.spec import Misbehaviour, Reply, ServerSpec, Tool
 
-pytestmark = pytest.mark.profile("verified-add")
+pytestmark = pytest.mark.mcphc_profile("verified-add")
 
 
 def _add(host, server) -> tuple[bool, str]:
@@ -70,7 +70,7 @@ def _listed(host, names) -> list[str]:
     ]
 
 
-@pytest.mark.requirements("SYNC-1")
+@pytest.mark.mcphc_requirements("SYNC-1")
 def test_adding_a_server_lists_its_tools_at_once(host, http_mock, stdio_mock):
     """Adding a server lists its tools at once."""
     docs = http_mock(
@@ -127,7 +127,7 @@ ACCEPTED = {
 }
 
 
-@pytest.mark.requirements("SYNC-1")
+@pytest.mark.mcphc_requirements("SYNC-1")
 def test_a_failed_first_sync_saves_nothing(host, http_mock, case, network, description):
     """If the first sync fails (wrong URL, private address, rejected token, a broken discovery
     limit) nothing is saved."""
@@ -192,7 +192,7 @@ def test_a_failed_first_sync_saves_nothing(host, http_mock, case, network, descr
     )
 
 
-@pytest.mark.requirements("SYNC-1")
+@pytest.mark.mcphc_requirements("SYNC-1")
 def test_a_server_at_each_limit_is_saved(host, http_mock):
     """A first sync within every discovery limit succeeds: the server is saved and listed."""
     refused = {}
@@ -219,7 +219,7 @@ REFUSED_NAMES = ("Docs", "my_docs", "a.b", "my docs", "dócs", "x" * 65)
 ACCEPTED_NAMES = ("a-1", "x", "n" * 64)
 
 
-@pytest.mark.requirements("SYNC-2")
+@pytest.mark.mcphc_requirements("SYNC-2")
 def test_only_short_lowercase_names_are_saved(host, http_mock):
     """A server's name is a short lowercase name: lowercase letters, digits and `-` (at most
     64); any other name is refused when the server is added, and nothing is saved."""

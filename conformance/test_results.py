@@ -267,7 +267,7 @@ def reported_problem(told_: Told, expected: Iterable[str]) -> str | None:
 BLOCKS = ("alpha Zürich ✓", "bravo €5 中文", "charlie 😀 ok")
 
 
-@pytest.mark.requirements("RES-1")
+@pytest.mark.mcphc_requirements("RES-1")
 def test_text_blocks_complete_in_order_on_every_transport(host, http_mock, stdio_mock, model):
     """Returned content gives status `completed`: text blocks in order; over HTTP answering
     in JSON and in SSE, and over stdio; multi-byte text intact; also when the result has
@@ -317,7 +317,7 @@ def test_text_blocks_complete_in_order_on_every_transport(host, http_mock, stdio
 # ---- RES-2 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RES-2")
+@pytest.mark.mcphc_requirements("RES-2")
 def test_binary_content_is_omitted(host, http_mock, stdio_mock, model, secrets):
     """Image, audio and binary (blob) content is marked as omitted; its data never reaches
     the model: an image, audio, a blob of an opaque type, and a blob whose type says text
@@ -387,7 +387,7 @@ def test_binary_content_is_omitted(host, http_mock, stdio_mock, model, secrets):
 # ---- RES-3 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RES-3")
+@pytest.mark.mcphc_requirements("RES-3")
 def test_resource_links_are_listed_not_opened(host, http_mock, stdio_mock, model, secrets):
     """Resource links are listed (URI) but not opened: not with `resources/read` (over HTTP
     or stdio), not by fetching an http URI, not by reading a file URI; several links
@@ -454,7 +454,7 @@ def test_resource_links_are_listed_not_opened(host, http_mock, stdio_mock, model
 # ---- RES-4 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RES-4")
+@pytest.mark.mcphc_requirements("RES-4")
 def test_structured_content_used_without_text(host, http_mock, stdio_mock, model):
     """`structuredContent` is used when there is no text content: none at all, or only
     non-text blocks (an image, a resource link, a blob resource)."""
@@ -515,7 +515,7 @@ def test_structured_content_used_without_text(host, http_mock, stdio_mock, model
 # ---- RES-5 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RES-5")
+@pytest.mark.mcphc_requirements("RES-5")
 def test_errors_are_failed_with_the_servers_message(host, http_mock, stdio_mock, model):
     """A JSON-RPC error, or a result with `isError: true` (with or without text), gives status
     `failed` with the server's message; over HTTP in JSON and SSE, and over stdio. (A
@@ -589,7 +589,7 @@ ANSWER_AT = 10
 CONNECT_AT = 12
 
 
-@pytest.mark.requirements("RES-6")
+@pytest.mark.mcphc_requirements("RES-6")
 def test_no_answer_within_call_timeout_is_unknown(host, http_mock, stdio_mock, model, timeouts):
     """No answer within the call timeout gives `unknown` (scaled): over HTTP and stdio, and
     on a resumed SSE stream that never delivers. The servers answer at 10x the call timeout
@@ -648,8 +648,8 @@ def test_no_answer_within_call_timeout_is_unknown(host, http_mock, stdio_mock, m
     )
 
 
-@pytest.mark.slow
-@pytest.mark.requirements("RES-6")
+@pytest.mark.mcphc_slow
+@pytest.mark.mcphc_requirements("RES-6")
 def test_default_call_timeout_is_30_seconds(host, http_mock, stdio_mock, model):
     """No answer within the call timeout (30 s by default) gives `unknown`: observed on a host
     started with no timeout at all (its own default), never read from its description."""
@@ -687,7 +687,7 @@ LOST = [
 ]
 
 
-@pytest.mark.requirements("RES-7")
+@pytest.mark.mcphc_requirements("RES-7")
 def test_connection_lost_after_sending_is_unknown(host, http_mock, stdio_mock, model):
     """A connection lost after the call was sent gives `unknown`: reset, closed, answered
     with a 5xx status or with a body that is not the call's JSON-RPC response, over HTTP;
@@ -716,7 +716,7 @@ def test_connection_lost_after_sending_is_unknown(host, http_mock, stdio_mock, m
     )
 
 
-@pytest.mark.requirements("RES-1", "RES-7")
+@pytest.mark.mcphc_requirements("RES-1", "RES-7")
 def test_polled_call_is_resumed_or_unknown(host, http_mock, stdio_mock, model):
     """A call whose SSE stream the server closes before the result (SSE polling, MCP
     2025-11-25): a client that resumes it (GET with Last-Event-ID, once or twice) gets the
@@ -774,7 +774,7 @@ MULTI_BYTE_OVER = "€" * ((MESSAGE_LIMIT + 64 * KIB) // 3)
 UNDER_PADDING = "€" * ((MESSAGE_LIMIT - 16 * KIB) // 3)
 
 
-@pytest.mark.requirements("RES-8")
+@pytest.mark.mcphc_requirements("RES-8")
 def test_response_over_1_mib_is_unknown_and_under_it_completed(host, http_mock, stdio_mock, model):
     """A response over the 1 MiB message limit after the call was sent gives `unknown`,
     counted in bytes of UTF-8: a multi-byte answer over 1 MiB of UTF-8 but under 1 Mi
@@ -836,8 +836,8 @@ def test_response_over_1_mib_is_unknown_and_under_it_completed(host, http_mock, 
 # ---- RES-9 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_cancel
-@pytest.mark.requirements("RES-9")
+@pytest.mark.mcphc_needs_cancel
+@pytest.mark.mcphc_requirements("RES-9")
 def test_cancelled_call_is_unknown(host, http_mock, stdio_mock, model, timeouts):
     """A call cancelled by the user gives `unknown`."""
     docs = server_of(http_mock, stdio_mock, "sse", [Tool("query")], stall=["tools/call"])
@@ -905,7 +905,7 @@ def multibyte_lines(size: int, first: str, last: str) -> str:
     return first + "".join(body) + last
 
 
-@pytest.mark.requirements("RES-10")
+@pytest.mark.mcphc_requirements("RES-10")
 def test_result_over_64_kib_is_output_limit(host, http_mock, stdio_mock, model):
     """A result over 64 KiB gives `output_limit`: its first part, marked as truncated; the
     model receives at most 64 KiB of it. Counted in bytes of UTF-8 (1 KiB allowed for the
@@ -972,7 +972,7 @@ def test_result_over_64_kib_is_output_limit(host, http_mock, stdio_mock, model):
 # ---- RES-11 --------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RES-11")
+@pytest.mark.mcphc_requirements("RES-11")
 def test_every_call_gets_exactly_one_output(host, http_mock, stdio_mock, model):
     """Every function call the model made gets exactly one paired output (same `call_id`) in
     the next model request, whatever its status (unknown first, then completed, failed,
@@ -1070,7 +1070,7 @@ UNKNOWN_CAUSES = [
 ]
 
 
-@pytest.mark.requirements("RES-12")
+@pytest.mark.mcphc_requirements("RES-12")
 def test_unknown_output_says_may_have_acted_and_no_retry(
     host, http_mock, stdio_mock, model, timeouts
 ):

@@ -119,7 +119,7 @@ def ask_unknown(running, model, server: str, rid: str, question: str = "create a
 # ---- RETRY-1 -------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RETRY-1")
+@pytest.mark.mcphc_requirements("RETRY-1")
 def test_uncertain_call_is_never_sent_twice(
     host, restarted_host, http_mock, stdio_mock, model, timeouts
 ):
@@ -201,7 +201,7 @@ def test_uncertain_call_is_never_sent_twice(
         )
 
 
-@pytest.mark.requirements("RETRY-1")
+@pytest.mark.mcphc_requirements("RETRY-1")
 def test_a_call_the_model_makes_again_is_its_own_call(host, http_mock, model, timeouts):
     """A call is never sent twice by the host or its libraries; a call the model itself makes
     again, told the first one failed (an invited retry, as hosts that ask the model to try
@@ -247,7 +247,7 @@ def test_a_call_the_model_makes_again_is_its_own_call(host, http_mock, model, ti
 ACK_CAUSES = ["closed", "timeout", "stdio-exits", "oversized", "status-502"]
 
 
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: after a lost connection, a timeout, a
@@ -297,8 +297,8 @@ def test_next_question_waits_for_acknowledgement(host, http_mock, stdio_mock, mo
     )
 
 
-@pytest.mark.needs_cancel
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_needs_cancel
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_cancelled_call_needs_acknowledgement(host, http_mock, stdio_mock, model, timeouts):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: also when the user cancelled the call
@@ -345,7 +345,7 @@ def test_cancelled_call_needs_acknowledgement(host, http_mock, stdio_mock, model
 # ---- RETRY-3 -------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("RETRY-3")
+@pytest.mark.mcphc_requirements("RETRY-3")
 def test_declined_acknowledgement_keeps_question_and_session(host, http_mock, stdio_mock, model):
     """Declining the acknowledgement keeps the question unsent and the session usable: a
     later acceptance sends it, without a restart (also after declining twice)."""

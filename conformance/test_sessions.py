@@ -144,7 +144,7 @@ def carries_question(body: Any, question: str) -> bool:
 # ---- SESS-1 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("SESS-1")
+@pytest.mark.mcphc_requirements("SESS-1")
 def test_result_is_shown_saved_and_sent(host, http_mock, model):
     """A tool result (status and output) is shown to the user, saved in the session, and sent
     to the model in the next request."""
@@ -223,7 +223,7 @@ def test_result_is_shown_saved_and_sent(host, http_mock, model):
 # ---- SESS-2 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("SESS-2")
+@pytest.mark.mcphc_requirements("SESS-2")
 def test_reopens_with_its_servers_removed_without_calling_them(
     host, restarted_host, http_mock, stdio_mock, model
 ):
@@ -277,7 +277,7 @@ def test_reopens_with_its_servers_removed_without_calling_them(
     )
 
 
-@pytest.mark.requirements("SESS-2")
+@pytest.mark.mcphc_requirements("SESS-2")
 def test_reopens_with_its_server_offline(host, http_mock, model):
     """A session that used an MCP server reopens when that server is offline."""
     docs = http_mock(
@@ -306,7 +306,7 @@ def test_reopens_with_its_server_offline(host, http_mock, model):
     )
 
 
-@pytest.mark.requirements("SESS-2")
+@pytest.mark.mcphc_requirements("SESS-2")
 def test_reopening_never_repeats_a_call(host, http_mock, stdio_mock, model, timeouts):
     """Nothing is called again while reopening: a server still configured and live gets no
     second tools/call."""
@@ -356,7 +356,7 @@ def replay_problems(body: Any, first: FirstRun) -> list[str]:
     return problems
 
 
-@pytest.mark.requirements("SESS-3")
+@pytest.mark.mcphc_requirements("SESS-3")
 def test_reopened_session_replays_call_and_paired_output(host, restarted_host, http_mock, model):
     """After reopening, the next model request carries the earlier call and its paired output
     (reopened by a restarted host process)."""
@@ -394,7 +394,7 @@ def test_reopened_session_replays_call_and_paired_output(host, restarted_host, h
 # ---- SESS-4 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("SESS-4")
+@pytest.mark.mcphc_requirements("SESS-4")
 def test_reopens_after_the_server_renamed_its_tools(host, restarted_host, http_mock, model):
     """Recorded MCP calls are checked only by the shape of their arguments (a JSON object),
     not by whether the tool still exists (reopened by a restarted host process)."""
@@ -455,7 +455,7 @@ def test_reopens_after_the_server_renamed_its_tools(host, restarted_host, http_m
 # ---- RETRY-2 across a restart ------------------------------------------------------------
 
 
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_unacknowledged_unknown_still_asks_after_reopening(host, restarted_host, http_mock, model):
     """After an `unknown` result, the user's next question is not sent until the user
     acknowledges that the call may already have run: also when the session is reopened by

@@ -112,7 +112,7 @@ class _Command:
         self.command = command
 
 
-@pytest.mark.requirements("STDIO-1")
+@pytest.mark.mcphc_requirements("STDIO-1")
 def test_arguments_arrive_verbatim(host, stdio_mock, project, case):
     """The command is executed directly, without a shell: arguments such as `a;b` or `$HOME`
     arrive verbatim (quotes, globs, blanks, a newline, an empty argument), and a command
@@ -187,7 +187,7 @@ HOST_VARIABLES = (
 )
 
 
-@pytest.mark.requirements("STDIO-2")
+@pytest.mark.mcphc_requirements("STDIO-2")
 def test_environment_holds_only_path_home_lang_and_configured(host, stdio_mock, secrets):
     """The environment holds only PATH, HOME, LANG and the configured variables: none of
     the many variables in the client's own environment (secrets, LD_PRELOAD, PYTHONPATH,
@@ -236,7 +236,7 @@ def test_environment_holds_only_path_home_lang_and_configured(host, stdio_mock, 
 # ---- STDIO-3 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("STDIO-3")
+@pytest.mark.mcphc_requirements("STDIO-3")
 def test_server_runs_in_its_own_process_group(host, stdio_mock):
     """The server runs in its own process group: each of two servers leads its own group,
     neither the client's nor the other's."""
@@ -286,7 +286,7 @@ FLOOD = 4 * 1024 * 1024
 STDERR_RUN = "E" * 32  # what the mock writes to stderr, as a host might show a tail of it
 
 
-@pytest.mark.requirements("STDIO-4")
+@pytest.mark.mcphc_requirements("STDIO-4")
 def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
     """Its error output is discarded: a flood on stderr neither blocks the client nor is shown
     (nor, when a server writes to stderr and exits at once, in the status that explains
@@ -350,7 +350,7 @@ def test_stderr_flood_neither_blocks_nor_shows(host, stdio_mock, model):
 # ---- STDIO-5 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("STDIO-5")
+@pytest.mark.mcphc_requirements("STDIO-5")
 def test_server_and_its_group_are_reaped_on_exit(host, stdio_mock, timeouts):
     """On exit the client stops and reaps the server (and its process group): no process or
     zombie is left."""
@@ -429,7 +429,7 @@ def spawned(mock) -> list[int]:
     ]
 
 
-@pytest.mark.requirements("STDIO-5")
+@pytest.mark.mcphc_requirements("STDIO-5")
 def test_stubborn_and_daemonized_servers_are_reaped(host, stdio_mock, timeouts):
     """On exit the client stops and reaps the server (and its process group): no process or
     zombie is left, and none starts again over a grace period: also a server that ignores
@@ -503,7 +503,7 @@ def test_stubborn_and_daemonized_servers_are_reaped(host, stdio_mock, timeouts):
 # ---- STDIO-6 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.requirements("STDIO-6")
+@pytest.mark.mcphc_requirements("STDIO-6")
 def test_broken_stdio_servers_are_unavailable_and_others_work(host, stdio_mock, model, case):
     """A command that is missing, exits at once, or speaks garbage is reported unavailable;
     others keep working (also one that exits once initialize is answered)."""

@@ -61,7 +61,7 @@ def one_turn(running, model, mocks: dict, question: str) -> tuple[dict[str, int]
     return {name: after[name] - before[name] for name in mocks}, asked, requests
 
 
-@pytest.mark.requirements("TURN-1")
+@pytest.mark.mcphc_requirements("TURN-1")
 def test_exactly_16_calls_per_turn_over_all_servers(host, http_mock, stdio_mock, model):
     """Every MCP call counts toward the limit of 16 tool calls per turn: when the model asks
     for more, no server receives more than 16 calls in that turn. Checked as: the turn ends
@@ -107,7 +107,7 @@ def test_exactly_16_calls_per_turn_over_all_servers(host, http_mock, stdio_mock,
         )
 
 
-@pytest.mark.requirements("TURN-2")
+@pytest.mark.mcphc_requirements("TURN-2")
 def test_result_counts_toward_context_budget(host, http_mock, model, record_property):
     """A result counts toward the context budget like any other tool output. (Reported:
     the size of a 48 KiB result as the model receives it, and of the request carrying it.)"""

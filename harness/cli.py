@@ -1,20 +1,23 @@
 """The main command, `mcp-host-conformance`: run the suite, list the requirements.
 
-Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is
-`pytest --pyargs mcp_host_conformance.conformance` with the plugin's options, run
-in-process (no second interpreter start); the cases run in worker processes forked from it
-after collection (harness/run/workers.py; twice the CPUs by default since they mostly wait;
-`--serial` for one at a time); the table, the JSON report, the baseline and the exit status
-all come from `mcp_host_conformance.harness.reports.reporting`, so the command and a plain pytest
-invocation behave the same, but for the exit status: pytest's codes give one number (4) to
-every usage error, a client that cannot be loaded among them, and call an empty selection 5;
-`run` gives each ending a status of its own (`Status`, `run_status`: the one mapping, listed
-by `--help`). `requirements` collects the same package (collect only) and reads each
-case's `requirements` marker, so the coverage it shows is the one a run would have.
-`baseline` writes an expected-failures file from a JSON report. Building the pytest
-arguments and rendering the listing are pure functions; only `main` touches pytest and the
-terminal. A mistake on the command line is one line on stderr (exit status 5), not a usage
-dump.
+Strategy: the suite is a pytest plugin plus the `conformance` package, so `run` is `pytest
+--pyargs mcp_host_conformance.conformance` with the plugin's options, run in-process (no
+second interpreter start), and nothing of the project it is started in: its pytest
+configuration, its conftest.py files, $PYTEST_ADDOPTS and its pytest plugins are not read
+(`isolated_args`, `_caller_settings_ignored`), the rootdir is the suite's own, and an
+adapter is imported from the folders `--client-path` names; the cases run in worker
+processes forked from it after collection (harness/run/workers.py; twice the CPUs by default
+since they mostly wait; `--serial` for one at a time); the table, the JSON report, the
+baseline and the exit status all come from `mcp_host_conformance.harness.reports.reporting`,
+so the command and a plain pytest invocation behave the same, but for the exit status:
+pytest's codes give one number (4) to every usage error, a client that cannot be loaded
+among them, and call an empty selection 5; `run` gives each ending a status of its own
+(`Status`, `run_status`: the one mapping, listed by `--help`). `requirements` collects the
+same package (collect only) and reads each case's `mcphc_requirements` marker, so the coverage it
+shows is the one a run would have. `baseline` writes an expected-failures file from a JSON
+report. Building the pytest arguments and rendering the listing are pure functions; only
+`main` touches pytest and the terminal. A mistake on the command line is one line on stderr
+(exit status 5), not a usage dump.
 """
 
 from __future__ import annotations
@@ -29,13 +32,21 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
 import pytest
 
-from mcp_host_conformance.harness.cases.items import case_id, requirement_ids
+from mcp_host_conformance.harness.cases.items import (
+    SUITE_PACKAGE,
+    case_id,
+    flag,
+    requirement_ids,
+    suite_dir,
+)
+from mcp_host_conformance.harness.reports.progress import CaseLines, asks_for_verbosity
+from mcp_host_conformance.harness.run.client_path import client_path_problem
 from mcp_host_conformance.harness.run.client_under_test import client_unusable
 from mcp_host_conformance.harness.run.loader import (
     ClientChoiceError,
@@ -61,6 +72,7 @@ __all__ = [
     "broken_clients_for",
     "build_run_args",
     "collect_cases",
+    "isolated_args",
     "main",
     "render_requirements",
     "requirements_listing",
@@ -68,7 +80,6 @@ __all__ = [
     "write_baseline",
 ]
 
-SUITE_PACKAGE = "mcp_host_conformance.conformance"
 EXPLORE_DEFAULT = 40  # scenarios `explore` runs without --scenarios or --budget
 SHRINK_DEFAULT = 60  # runs `explore` may spend shrinking, in all
 DEFAULT_CLIENT = "reference"
@@ -83,6 +94,10 @@ SUITE_PLUGINS = ("mcp_host_conformance.harness.plugin.hooks", "_hypothesis_pytes
 MIN_WORKERS = 2
 MAX_WORKERS = 8
 MAX_REPORT = 64 * 1024 * 1024  # bytes of a JSON report read by `baseline`
+# A run's own pytest configuration (given with -c): none of the caller's is read.
+RUN_CONFIG: Final = Path(__file__).resolve().parent / "data" / "pytest.ini"
+# What pytest reads from the environment besides its arguments: the caller's settings too.
+CALLER_SETTINGS: Final = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 
 
 class Status(enum.IntEnum):
@@ -106,9 +121,9 @@ EXIT_STATUSES: Final = {
     "machine cannot seal the run",
     Status.CLIENT_UNUSABLE: "the client could not be loaded or described (a driver: its "
     "handshake failed); no case ran",
-    Status.USAGE_ERROR: "a usage error: a bad option, an empty --client or --client-cmd, an "
-    "unreadable expected-failures file, a report path that cannot be written, no case "
-    "selected",
+    Status.USAGE_ERROR: "a usage error: a bad option (ours or pytest's, after `--`), an empty "
+    "--client or --client-cmd, a --client-path that is no folder, an unreadable "
+    "expected-failures file, a report path that cannot be written, no case selected",
 }
 
 # pytest's exit codes (pytest.ExitCode, by number: 6 is newer than the oldest pytest this
@@ -179,10 +194,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcp-host-conformance",
         description="Conformance suite for MCP hosts: checks a client, rule by rule, "
-        "against the host-side requirements.",
+        "against the host-side requirements. Also `python -m mcp_host_conformance`.",
         epilog=_statuses_help(),
         formatter_class=_Formatter,
     )
+    parser.add_argument("--version", action="version", version=version_line())
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
@@ -192,8 +208,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run the suite against a client",
         description=(
             "Run the conformance suite (pytest --pyargs mcp_host_conformance.conformance) "
-            "against a client; prints a table by requirement area and the failures. "
-            "Arguments after `--` go to pytest unchanged, e.g. `-- -k approval -x`."
+            "against a client; prints a line per finished case, then a table by requirement "
+            "area and the failures. Arguments after `--` go to pytest unchanged, e.g. "
+            "`-- -k approval -x` (with -v or -q there, pytest's own progress output instead "
+            "of the case lines). The run reads no pytest configuration of the directory it is "
+            "started in (pytest.ini, pyproject.toml, conftest.py, $PYTEST_ADDOPTS, "
+            "$PYTEST_PLUGINS)."
         ),
         epilog=_statuses_help(),
         formatter_class=_Formatter,
@@ -353,6 +373,16 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         "for a host in any language",
     )
     parser.add_argument(
+        "--client-path",
+        action="append",
+        type=_folder,
+        metavar="DIR",
+        help="a folder to import the --client adapter from (the folder your adapter's package "
+        "is in, e.g. `.` or `src`), put first on the import path of the run and of every "
+        "restarted host; repeatable. Nothing else is: the directory the run starts in is not "
+        "on it",
+    )
+    parser.add_argument(
         "--timeout-scale",
         type=_scale,
         metavar="FACTOR",
@@ -390,50 +420,49 @@ def _duration(text: str) -> float:
 
 def build_explore_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
     """The pytest arguments of `explore`: the explorer's case alone, in this process."""
-    args = [*plugin_args(), "--pyargs", f"{SUITE_PACKAGE}.test_explorer"]
-    for flag, value in (
-        ("--client", options.client),
-        ("--client-cmd", options.client_cmd),
-        ("--report-json", options.report_json),
-        ("--expected-failures", options.expected_failures),
-        ("--explore-replay", options.replay),
-        ("--explore-dir", options.out),
+    args = [*plugin_args(), *isolated_args(), "--pyargs", f"{SUITE_PACKAGE}.test_explorer"]
+    for name, value in (
+        ("client", options.client),
+        ("client_cmd", options.client_cmd),
+        ("report_json", options.report_json),
+        ("expected_failures", options.expected_failures),
+        ("explore_replay", options.replay),
+        ("explore_dir", options.out),
     ):
         if value is not None:
-            args += [flag, value]
+            args += [flag(name), value]
+    for folder in options.client_path or ():
+        args += [flag("client_path"), folder]
     if options.budget is not None:
-        args += ["--explore-seconds", f"{options.budget:g}"]
+        args += [flag("explore_seconds"), f"{options.budget:g}"]
     else:
-        args += ["--explore-scenarios", str(options.scenarios or EXPLORE_DEFAULT)]
-    args += ["--explore-seed", str(options.seed), "--explore-shrink", str(SHRINK_DEFAULT)]
+        args += [flag("explore_scenarios"), str(options.scenarios or EXPLORE_DEFAULT)]
+    args += [flag("explore_seed"), str(options.seed), flag("explore_shrink"), str(SHRINK_DEFAULT)]
     if options.timeout_scale is not None:
-        args += ["--timeout-scale", f"{options.timeout_scale:g}"]
+        args += [flag("timeout_scale"), f"{options.timeout_scale:g}"]
     return args + list(extra)
 
 
 def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> list[str]:
     """The pytest arguments of `run`."""
     workers = default_workers() if options.workers is None else options.workers
-    args = [*plugin_args(), "--pyargs", SUITE_PACKAGE]
+    args = [*plugin_args(), *isolated_args(), "--pyargs", SUITE_PACKAGE]
     # An option given empty is passed on as given, never dropped: the plugin refuses it
     # (an empty --client must not become the reference host).
-    for flag, value in (
-        ("--client", options.client),
-        ("--client-cmd", options.client_cmd),
-        ("--report-json", options.report_json),
-        ("--report-html", options.report_html),
-        ("--expected-failures", options.expected_failures),
-    ):
+    for name in ("client", "client_cmd", "report_json", "report_html", "expected_failures"):
+        value = getattr(options, name)
         if value is not None:
-            args += [flag, value]
+            args += [flag(name), value]
+    for folder in options.client_path or ():
+        args += [flag("client_path"), folder]
     if options.strict:
         args.append("--strict")  # pytest's own flag; the plugin reads it (docs/harness-contract.md)
     if options.run_slow:
-        args.append("--run-slow")
+        args.append(flag("run_slow"))
     if options.timeout_scale is not None:
-        args += ["--timeout-scale", f"{options.timeout_scale:g}"]
+        args += [flag("timeout_scale"), f"{options.timeout_scale:g}"]
     if workers:
-        args += ["--workers", str(workers)]
+        args += [flag("workers"), str(workers)]
     return args + list(extra)
 
 
@@ -441,6 +470,46 @@ def plugin_args() -> list[str]:
     """pytest arguments loading only the suite's plugins (workers are the suite's own,
     harness/run/workers.py: no pytest-xdist)."""
     return ["--disable-plugin-autoload", *(a for p in SUITE_PLUGINS for a in ("-p", p))]
+
+
+def isolated_args() -> list[str]:
+    """pytest arguments reading no configuration of the directory a run starts in: the
+    suite's own ini file, no conftest.py (the suite has none; a project's would be read from
+    the current directory), the rootdir the suite's package is in (so node IDs are
+    `conformance/test_x.py::...` wherever it is installed), and no cache written there."""
+    return [
+        "-c",
+        str(RUN_CONFIG),
+        "--rootdir",
+        str(suite_dir().parent),
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
+@contextlib.contextmanager
+def _caller_settings_ignored() -> Iterator[None]:
+    """pytest's environment variables of the caller (a host's CI may set $PYTEST_ADDOPTS for
+    its own tests) unset while a run starts, and restored after."""
+    saved = {name: os.environ.pop(name) for name in CALLER_SETTINGS if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def version_line() -> str:
+    from mcp_host_conformance import __version__
+
+    return f"mcp-host-conformance {__version__}"
+
+
+def _folder(text: str) -> str:
+    problem = client_path_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem.removeprefix("--client-path "))
+    return os.path.abspath(text)
 
 
 def usable_cpus() -> int:
@@ -496,8 +565,17 @@ class _RunConfig:
         self.config = config
 
 
+def _progress(extra: Sequence[str]) -> tuple[list[object], list[str]]:
+    """A line per case instead of pytest's dots and percentages, unless the user asked pytest
+    for its own (`-v`, `-q` after `--`): the plugins and the pytest arguments of a run."""
+    if asks_for_verbosity(extra):
+        return [], list(extra)
+    return [CaseLines()], [*CaseLines.PYTEST_ARGS, *extra]
+
+
 def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
-    return _pytest_run(options, build_run_args(options, extra), sealing, "run")
+    plugins, extra = _progress(extra)
+    return _pytest_run(options, build_run_args(options, extra), sealing, "run", plugins)
 
 
 def _explore(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
@@ -506,10 +584,17 @@ def _explore(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -
             f"mcp-host-conformance explore: error: no scenario file {inline(options.replay)}\n"
         )
         return Status.USAGE_ERROR
-    return _pytest_run(options, build_explore_args(options, extra), sealing, "explore")
+    plugins, extra = _progress(extra)
+    return _pytest_run(options, build_explore_args(options, extra), sealing, "explore", plugins)
 
 
-def _pytest_run(options: argparse.Namespace, args: list[str], sealing: bool, name: str) -> int:
+def _pytest_run(
+    options: argparse.Namespace,
+    args: list[str],
+    sealing: bool,
+    name: str,
+    plugins: Sequence[object] = (),
+) -> int:
     try:
         choose_client(options.client, options.client_cmd)
     except ClientChoiceError as exc:
@@ -520,7 +605,8 @@ def _pytest_run(options: argparse.Namespace, args: list[str], sealing: bool, nam
         if refused is not None:
             return refused
     run = _RunConfig()
-    pytest_status = int(pytest.main(args, plugins=[run]))
+    with _caller_settings_ignored():
+        pytest_status = int(pytest.main(args, plugins=[run, *plugins]))
     status = run_status(
         pytest_status, client_failed=run.config is not None and client_unusable(run.config)
     )
@@ -560,9 +646,17 @@ def collect_cases(extra: Sequence[str] = ()) -> dict[str, list[str]]:
     internal error) if it cannot be collected."""
     collector = _CaseCollector()
     output = io.StringIO()
-    with contextlib.redirect_stdout(output):
+    with contextlib.redirect_stdout(output), _caller_settings_ignored():
         status = pytest.main(
-            ["--collect-only", "-q", *plugin_args(), "--pyargs", SUITE_PACKAGE, *extra],
+            [
+                "--collect-only",
+                "-q",
+                *plugin_args(),
+                *isolated_args(),
+                "--pyargs",
+                SUITE_PACKAGE,
+                *extra,
+            ],
             plugins=[collector],
         )
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

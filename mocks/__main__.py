@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,serve}")
     commands.add_parser("list", help="print every mock by name with one line on what it does")
     serve = commands.add_parser("serve", help="start mocks and print where they are")
@@ -74,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object per mock instead of text"
     )
     return parser
+
+
+def _version() -> str:
+    from mcp_host_conformance import __version__
+
+    return f"mcp-mocks (mcp-host-conformance) {__version__}"
 
 
 def _fail(message: str) -> int:

@@ -8,11 +8,12 @@ that never finish their request (slowloris), cost memory, not a thread each, and
 block anyone else. A connection that sends nothing is closed after the slow-client bound
 counted from its accept (not the idle timeout), and at most `HttpLimits.max_idle_connections`
 wait for a request at once (one more closes the one that waited longest), so silent
-connections cannot take every slot from the clients that talk. The listen backlog is large (`HttpLimits.backlog`) so a crowd arriving
-at once is queued, not dropped. What a client sends wrong is answered with its status and
-journalled as a "bad-http" event; a failure inside a handler is journalled as
-"internal-error" and the connection closed: nothing reaches stderr. `close()` cancels
-every connection and returns in bounded time whoever is still connected.
+connections cannot take every slot from the clients that talk. The listen backlog is large
+(`HttpLimits.backlog`) so a crowd arriving at once is queued, not dropped. What a client
+sends wrong is answered with its status and journalled as a "bad-http" event; a failure
+inside a handler is journalled as "internal-error" and the connection closed: nothing
+reaches stderr. `close()` cancels every connection and returns in bounded time whoever is
+still connected.
 
 A handler gets each request whole (`Request`, body read) and the `Connection`, writes its
 answer, and returns whether the connection may carry another request.

@@ -3,8 +3,8 @@
 
 Usage: python scripts/flake_check.py [--runs 20] [--workers N] [--client NAME] [-- PYTEST ARGS]
 
-Each run is `pytest --pyargs mcp_host_conformance.conformance --workers WORKERS -p randomly
---randomly-seed SEED --report-json FILE` in a subprocess (seed printed, so a run can be
+Each run is `pytest --pyargs mcp_host_conformance.conformance --mcphc-workers WORKERS -p randomly
+--randomly-seed SEED --mcphc-report-json FILE` in a subprocess (seed printed, so a run can be
 replayed). After each run:
 
 - processes: this script makes itself a *child subreaper* (Linux prctl), so every process the
@@ -228,18 +228,18 @@ def run_once(number: int, args: argparse.Namespace, extra: Sequence[str]) -> Run
         "--pyargs",
         "mcp_host_conformance.conformance",
         "-q",
-        "--workers",
+        "--mcphc-workers",
         str(args.workers),
         "-p",
         "randomly",
         f"--randomly-seed={run.seed}",
-        "--report-json",
+        "--mcphc-report-json",
         str(report),
         "-p",
         "no:cacheprovider",
     ]
     if args.client:
-        command += ["--client", args.client]
+        command += ["--mcphc-client", args.client]
     command += list(extra)
     env = dict(os.environ, TMPDIR=str(private))
     listeners_before = _listeners_now()

@@ -80,6 +80,8 @@ def test_pytest_runs_our_cases_beside_the_projects_own_tests(tmp_path):
             sys.executable,
             "-m",
             "pytest",
+            "-p",
+            "mcp_host_conformance.harness.plugin.hooks",
             "tests",
             "--pyargs",
             "mcp_host_conformance.conformance",

@@ -67,8 +67,8 @@ def test_a_checkout_imports_with_nothing_installed() -> None:
 
 
 def _expected_files() -> set[str]:
-    expected = {f"{PACKAGE}/__init__.py", f"{PACKAGE}/py.typed"}
-    data = (".py", ".json", ".toml", ".md", ".mjs")
+    expected = {f"{PACKAGE}/__init__.py", f"{PACKAGE}/__main__.py", f"{PACKAGE}/py.typed"}
+    data = (".py", ".json", ".toml", ".md", ".mjs", ".ini")
     for line in _tracked():
         path = line.split("\t", 1)[1]
         for part, folder in PARTS.items():
@@ -111,5 +111,6 @@ def test_the_wheel_holds_every_module_under_its_import_name(tmp_path: Path) -> N
     assert f"{PACKAGE}/py.typed" in names
     assert f"{PACKAGE}/harness/data/requirements.md" in names
     assert f"{PACKAGE}/harness/data/official_runner.mjs" in names
+    assert f"{PACKAGE}/harness/data/pytest.ini" in names  # a run's own pytest configuration
     assert not [n for n in names if n.startswith(f"{PACKAGE}/") is False], names
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]

@@ -1,7 +1,7 @@
 """Self-test of the conformance suite: it must catch every broken client, exactly.
 
 Strategy: for each broken client of the zoo (`tests/zoo`), run the whole suite against it
-in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --client NAME
+in a process of its own (`pytest --pyargs mcp_host_conformance.conformance --mcphc-client NAME
 --strict`, as a user would) and compare the requirement IDs that failed in its JSON report
 with the client's `fails` set: a missing ID means a case no longer catches the bug it
 exists for, an unexpected one means a case fails for a reason nobody wrote down. The
@@ -460,12 +460,12 @@ def run_suite(
         *cli.plugin_args(),
         # the node IDs the selection names, whichever modules are collected
         "--rootdir", os.path.dirname(suite.__file__),
-        "--pyargs", *_modules(cases), "--client", name, "--strict",
-        "-p", "no:cacheprovider", "-q", "--report-json", str(report),
-        "--timeout-scale", TIMEOUT_SCALE,
+        "--pyargs", *_modules(cases), "--mcphc-client", name, "--strict",
+        "-p", "no:cacheprovider", "-q", "--mcphc-report-json", str(report),
+        "--mcphc-timeout-scale", TIMEOUT_SCALE,
         # the explorer is measured on the zoo on its own (tests/test_explorer_zoo.py): here
         # each client must fail exactly its cases' rules
-        "--explore-scenarios", "0",
+        "--mcphc-explore-scenarios", "0",
     ]  # fmt: skip
     if trace:
         argv += ["-p", "pytest_cov.plugin", *zoo_impact.COVERAGE_ARGS]
@@ -849,7 +849,7 @@ def suite_cases(name: str, workdir: Path) -> list[str]:
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [
         sys.executable, "-m", "pytest", *cli.plugin_args(),
-        "--rootdir", os.path.dirname(suite.__file__), "--pyargs", SUITE, "--client", name,
+        "--rootdir", os.path.dirname(suite.__file__), "--pyargs", SUITE, "--mcphc-client", name,
         "--collect-only", "-q", "-p", "no:cacheprovider",
     ]  # fmt: skip
     try:

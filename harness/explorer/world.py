@@ -146,7 +146,12 @@ class World:
         root = Path(tempfile.mkdtemp(prefix="mcphc-explore-", dir=RESOURCES.temp_root()))
         case = Case(root, self.lures)
         if self.lures is not None:
-            self.lures.plant(case.project, self.description.project_config_files)
+            self.lures.plant(
+                case.project,
+                self.description.project_config_files,
+                self.adapter,
+                self.timeouts.config_bound(),
+            )
         previous_mask = os.umask(int(scenario.umask, 8))
         try:
             _Session(self, case, scenario, outcome).play(first_only)

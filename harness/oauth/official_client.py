@@ -391,10 +391,19 @@ def main(argv: list[str] | None = None) -> int:
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--client", help="a Python adapter (entry-point name or module:attr)")
     who.add_argument("--client-cmd", help="a driver command")
+    parser.add_argument(
+        "--client-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder to import --client from (the run's --client-path); repeatable",
+    )
     parser.add_argument("--timeout-scale", type=float, default=1.0)
     parser.add_argument("--report", type=Path, help="write what was found here (JSON)")
     parser.add_argument("url", help="the scenario's MCP server URL (the framework appends it)")
     args = parser.parse_args(argv)
+    for folder in reversed(args.client_path):
+        sys.path.insert(0, os.path.abspath(folder))
     try:
         found = run_client(args)
         status = 0

@@ -28,6 +28,7 @@ import pytest
 
 from mcp_host_conformance.harness.cases.canaries import REGISTRY, Secrets
 from mcp_host_conformance.harness.cases.hostrun import Host, Timeouts
+from mcp_host_conformance.harness.cases.items import MARK_PROFILE
 from mcp_host_conformance.harness.cases.lures import host_project_files, lure_spec, plant
 from mcp_host_conformance.harness.cases.mock_contract import (
     Closable,
@@ -379,7 +380,9 @@ def host(
         defaults=(description.connect_timeout, description.call_timeout),
         profiles=frozenset(description.profiles),
         case_profiles=frozenset(
-            str(profile) for mark in request.node.iter_markers("profile") for profile in mark.args
+            str(profile)
+            for mark in request.node.iter_markers(MARK_PROFILE)
+            for profile in mark.args
         ),
     )
     case.hosts.append(owner)

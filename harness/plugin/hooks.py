@@ -1,13 +1,15 @@
-"""The pytest plugin (entry point `pytest11`): options, markers, the client under test.
+"""The pytest plugin: options, markers, the client under test.
 
-Strategy: a thin plugin in the style of respx's and anyio's. Options live in one group,
-markers are registered in `pytest_configure` (so `--strict-markers` accepts them), and
-the fixtures live in `mcp_host_conformance.harness.plugin.fixtures`, imported here so
-`pytest --pyargs mcp_host_conformance.conformance` works from any directory. The plugin
-is loaded for every pytest run in an environment where the package is installed, so it
-stays inert unless the run targets the suite (a `--client`/`--client-cmd` option, or the
-conformance package among the arguments) or a conformance case is collected. Then, before
-any case runs, the client is loaded and described once
+Strategy: a thin plugin in the style of respx's and anyio's, loaded only when a session
+asks for the suite: `mcp-host-conformance run` names it (`-p
+mcp_host_conformance.harness.plugin.hooks`), as a plain pytest run of the suite must; no entry
+point loads it into every pytest session of the environment, so a host project's own tests
+never meet its options, markers or fixtures. Options live in one group and markers are
+registered in `pytest_configure` (so `--strict-markers` accepts them), all prefixed `mcphc`
+(`harness.cases.items`) so they cannot collide with a project's own; the fixtures live in
+`mcp_host_conformance.harness.plugin.fixtures`, imported here. Once a run targets the suite
+(a client option, the suite's package among the arguments, or a conformance case collected),
+the client is loaded and described once before any case
 (`mcp_host_conformance.harness.run.client_under_test`): a client that cannot be loaded, a
 driver that fails its handshake, a client that cannot describe itself end the run with
 one line. The reporting side (outcomes, tables, JSON, baseline, exit status) is
@@ -20,13 +22,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
 from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd, Timeouts
-from mcp_host_conformance.harness.cases.items import is_case, option, requirement_ids
+from mcp_host_conformance.harness.cases.items import (
+    MARK_EXPLORER,
+    MARK_NEEDS_CANCEL,
+    MARK_PROFILE,
+    MARK_REQUIREMENTS,
+    MARK_SLOW,
+    SUITE_PACKAGE,
+    flag,
+    in_suite,
+    is_case,
+    option,
+    requirement_ids,
+)
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
@@ -45,6 +58,7 @@ from mcp_host_conformance.harness.run.cleanup import (
     start_run,
     sweep,
 )
+from mcp_host_conformance.harness.run.client_path import add_client_path
 from mcp_host_conformance.harness.run.client_under_test import (
     TIMEOUT_SCALE_ENV,
     WORKER_KEY,
@@ -72,36 +86,43 @@ EXPLORE_SCENARIOS: Final = 6  # the small budget every run explores
 EXPLORE_SEED: Final = 1
 EXPLORE_SHRINK: Final = 12
 REPORTING: Final = "mcp-host-conformance-reporting"
-SUITE_PACKAGE: Final = "mcp_host_conformance.conformance"
 
 MARKERS: Final = {
-    "requirements": (
-        "requirements(*ids): the requirement IDs a conformance case checks, "
-        "e.g. requirements('APR-2')"
+    MARK_REQUIREMENTS: (
+        f"{MARK_REQUIREMENTS}(*ids): the requirement IDs a conformance case checks, "
+        f"e.g. {MARK_REQUIREMENTS}('APR-2')"
     ),
-    "profile": (
-        "profile(name): the case belongs to an optional profile; "
+    MARK_PROFILE: (
+        f"{MARK_PROFILE}(name): the case belongs to an optional profile; "
         "not applicable unless the client claims it"
     ),
-    "slow": "slow: the case waits for a real default timeout; runs only with --run-slow",
-    "needs_cancel": (
-        "needs_cancel: the case cancels a call; not applicable unless describe().can_cancel"
+    MARK_SLOW: (
+        f"{MARK_SLOW}: the case waits for a real default timeout; runs only with {flag('run_slow')}"
     ),
-    "explorer": (
-        "explorer: the scenario explorer's case: it names no rule of its own; what the rule "
-        "monitors see in its generated sessions fails their rules"
+    MARK_NEEDS_CANCEL: (
+        f"{MARK_NEEDS_CANCEL}: the case cancels a call; not applicable unless describe().can_cancel"
+    ),
+    MARK_EXPLORER: (
+        f"{MARK_EXPLORER}: the scenario explorer's case: it names no rule of its own; what the "
+        "rule monitors see in its generated sessions fails their rules"
     ),
 }
+SLOW_SKIP: Final = (
+    "slow: waits for a real default timeout; run with --run-slow "
+    f"(plain pytest: {flag('run_slow')})"
+)
 
 _SIGTERM = pytest.StashKey[SigtermHandler]()
 _BROWSER = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup(GROUP, "MCP host conformance")
+    group = parser.getgroup(
+        GROUP, "MCP host conformance (`mcp-host-conformance run` gives these without the prefix)"
+    )
     add_workers_option(group)
     group.addoption(
-        "--client",
+        flag("client"),
         default=None,
         help=(
             "the client under test: module:attr or an adapter entry-point name "
@@ -110,41 +131,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ),
     )
     group.addoption(
-        "--client-cmd",
+        flag("client_cmd"),
         default=None,
         help="a command that speaks the driver protocol (a host in any language), e.g. "
         "'go run ./cmd/conformance-driver'",
     )
     group.addoption(
-        "--run-slow",
+        flag("client_path"),
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder to import the --mcphc-client adapter from, put first on sys.path (in "
+        "this process and in restarted hosts); repeatable",
+    )
+    group.addoption(
+        flag("run_slow"),
         action="store_true",
         default=False,
         help="also run the cases that wait for real default timeouts",
     )
     group.addoption(
-        "--report-json", default=None, metavar="PATH", help="write the JSON report to PATH"
+        flag("report_json"), default=None, metavar="PATH", help="write the JSON report to PATH"
     )
     group.addoption(
-        "--report-html",
+        flag("report_html"),
         default=None,
         metavar="PATH",
         help="write the HTML report to PATH (one page: summary by area, every failure)",
     )
     group.addoption(
-        "--expected-failures",
+        flag("expected_failures"),
         default=None,
         metavar="PATH",
         help="a baseline file of requirement or case IDs expected to fail",
     )
     group.addoption(
-        "--no-monitors",
+        flag("no_monitors"),
         action="store_true",
         default=False,
         help="do not run the rule monitors after each case (each rule is then checked by its "
         "own cases only)",
     )
     group.addoption(
-        "--explore-scenarios",
+        flag("explore_scenarios"),
         type=int,
         default=None,
         metavar="N",
@@ -152,21 +181,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "0 skips it)",
     )
     group.addoption(
-        "--explore-seconds",
+        flag("explore_seconds"),
         type=float,
         default=None,
         metavar="S",
         help="the explorer case runs scenarios for S seconds instead of a number of them",
     )
     group.addoption(
-        "--explore-seed",
+        flag("explore_seed"),
         type=int,
         default=EXPLORE_SEED,
         metavar="N",
         help=f"the explorer's seed (default {EXPLORE_SEED}: every run explores the same)",
     )
     group.addoption(
-        "--explore-shrink",
+        flag("explore_shrink"),
         type=int,
         default=EXPLORE_SHRINK,
         metavar="N",
@@ -174,20 +203,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"(default {EXPLORE_SHRINK})",
     )
     group.addoption(
-        "--explore-replay",
+        flag("explore_replay"),
         metavar="FILE",
         default=None,
         help="the explorer case replays this scenario file instead of exploring",
     )
     group.addoption(
-        "--explore-dir",
+        flag("explore_dir"),
         metavar="DIR",
         default=None,
         help="where the explorer writes the shortest scenario of each violation "
         "(default: mcphc-scenarios in the current directory, made only when one is found)",
     )
     group.addoption(
-        "--timeout-scale",
+        flag("timeout_scale"),
         type=float,
         default=None,
         metavar="FACTOR",
@@ -202,13 +231,14 @@ def targets_suite(config: pytest.Config) -> bool:
         return True
     for arg in config.args:
         text = str(arg)
-        if SUITE_PACKAGE in text or "conformance" in Path(text.split("::")[0]).parts:
+        if SUITE_PACKAGE in text or in_suite(config.invocation_params.dir / text.split("::")[0]):
             return True
     return False
 
 
 def pytest_configure(config: pytest.Config) -> None:
     check_workers_options(config)
+    add_client_path(option(config, "client_path", []))
     for text in MARKERS.values():
         config.addinivalue_line("markers", text)
     if not config.pluginmanager.has_plugin(REPORTING):
@@ -350,21 +380,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not is_case(item):
         return
     ids = requirement_ids(item)
-    if item.get_closest_marker("explorer") is not None:
+    if item.get_closest_marker(MARK_EXPLORER) is not None:
         if option(item.config, "no_monitors", False):
             pytest.skip(f"{NOT_APPLICABLE_PREFIX}the explorer judges through the rule monitors")
         return
     if not ids:
         pytest.fail(
             f"{item.nodeid}: a conformance case must name the requirements it checks "
-            "with @pytest.mark.requirements('ID', ...)",
+            f"with @pytest.mark.{MARK_REQUIREMENTS}('ID', ...)",
             pytrace=False,
         )
     unknown = [rid for rid in ids if rid not in REQUIREMENTS]
     if unknown:
         pytest.fail(f"{item.nodeid}: unknown requirement ID(s) {', '.join(unknown)}", pytrace=False)
-    profile_marks = list(item.iter_markers("profile"))
-    needs_cancel = item.get_closest_marker("needs_cancel") is not None
+    profile_marks = list(item.iter_markers(MARK_PROFILE))
+    needs_cancel = item.get_closest_marker(MARK_NEEDS_CANCEL) is not None
     claimed = client_description(item.config).profiles
     if claimed and not profile_marks:
         replaced = replaced_for(claimed)
@@ -387,5 +417,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 f"{NOT_APPLICABLE_PREFIX}{inline(d.name)} cannot cancel a call "
                 "(describe().can_cancel is false)"
             )
-    if item.get_closest_marker("slow") is not None and not item.config.getoption("--run-slow"):
-        pytest.skip("slow: waits for a real default timeout; run with --run-slow")
+    if item.get_closest_marker(MARK_SLOW) is not None and not option(
+        item.config, "run_slow", False
+    ):
+        pytest.skip(SLOW_SKIP)

@@ -37,6 +37,7 @@ import pytest
 
 from mcp_host_conformance.harness.cases.canaries import REGISTRY
 from mcp_host_conformance.harness.cases.items import (
+    case_id,
     case_id_from_nodeid,
     is_case,
     option,
@@ -501,7 +502,7 @@ class _Accumulating:
 
 
 def _record_of(item: pytest.Item, outcome: str | None = None) -> CaseRecord:
-    return CaseRecord(case_id_from_nodeid(item.nodeid), tuple(requirement_ids(item)), outcome)
+    return CaseRecord(case_id(item), tuple(requirement_ids(item)), outcome)
 
 
 class ReportingPlugin:
@@ -580,7 +581,7 @@ class ReportingPlugin:
         if not is_case(item):
             return (yield)
         rids = requirement_ids(item)
-        cid = case_id_from_nodeid(item.nodeid)
+        cid = case_id(item)
         _set_property(item, P_REQUIREMENTS, " ".join(rids))
         _set_property(item, P_CASE, cid)
         report: pytest.TestReport = yield

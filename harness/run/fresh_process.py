@@ -9,7 +9,8 @@ same HOME, project and model whose adapter is a driver process started for it:
 - an out-of-process client (`--client-cmd`): a new process of the same driver command;
 - an in-process adapter (`--client`, an entry point, a zoo name): a driver process that
   loads the same client and serves it (`python -m mcp_host_conformance.harness.run.fresh_process
-  CLIENT`), as `mcp-reference-host driver` does for the reference host.
+  [--client-path DIR]... CLIENT`, the run's client path included), as `mcp-reference-host
+  driver` does for the reference host.
 
 The new process gets a PYTHONHASHSEED of its own (this process's plus one when it is set,
 else a fixed one), so string hashing differs from this process's. Sessions started through
@@ -66,7 +67,15 @@ def fresh_process_command(config: pytest.Config) -> str:
         argv = shlex.split(client_cmd)
     else:
         assert client is not None
-        argv = [sys.executable, "-m", "mcp_host_conformance.harness.run.fresh_process", client]
+        folders: list[str] = option(config, "client_path", [])
+        paths = [a for folder in folders for a in ("--client-path", os.path.abspath(folder))]
+        argv = [
+            sys.executable,
+            "-m",
+            "mcp_host_conformance.harness.run.fresh_process",
+            *paths,
+            client,
+        ]
     return shlex.join(["env", f"PYTHONHASHSEED={_hash_seed()}", *argv])
 
 
@@ -129,16 +138,21 @@ def restarted(host: Host, config: pytest.Config) -> Iterator[Host]:
 
 
 def main(argv: list[str]) -> int:
-    """Serve the client named `argv[0]` (as `--client` takes it) over the driver protocol."""
+    """Serve the client named by the last argument (as `--client` takes it) over the driver
+    protocol, each `--client-path DIR` before it first on sys.path."""
     from mcp_host_conformance.harness.contract.driver_server import serve
 
-    if len(argv) != 1:
+    folders = argv[:-1][1::2]
+    if not argv or argv[:-1][0::2] != ["--client-path"] * len(folders):
         print(
-            "usage: python -m mcp_host_conformance.harness.run.fresh_process CLIENT",
+            "usage: python -m mcp_host_conformance.harness.run.fresh_process "
+            "[--client-path DIR]... CLIENT",
             file=sys.stderr,
         )
         return 2
-    return serve(load_adapter(client=argv[0]))
+    for folder in reversed(folders):
+        sys.path.insert(0, folder)
+    return serve(load_adapter(client=argv[-1]))
 
 
 if __name__ == "__main__":

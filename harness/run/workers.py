@@ -6,15 +6,15 @@ the suite and collects it again: ~1.3 s of CPU a worker, so ~3.5 s of wall time 
 before the first case of a 4-worker run. A fork of the run after collection has all of that
 already and only runs cases.
 
-How: `--workers N` (`mcp-host-conformance run` gives it) takes over pytest's run loop in this
-process, the parent. After collection it forks N workers. Each asks the parent for a case and
-keeps the next one in hand (pytest tears a fixture down by the next case: a module's or the
-session's stays up while the next case needs it), runs the case through pytest's whole
-protocol, and sends its reports (`pytest_report_to_serializable`, as xdist does) and warnings
-to the parent, which replays them to its own hooks: the terminal, the JSON report, `-x` and
-the exit status are the parent's, as in a serial run. A worker that dies mid-case (a crash, a
-kill) fails that case with the reason, the case it held next goes back to the queue and a new
-worker takes its place (at most N times a run).
+How: `--mcphc-workers N` (`mcp-host-conformance run -n N` gives it) takes over pytest's run
+loop in this process, the parent. After collection it forks N workers. Each asks the parent
+for a case and keeps the next one in hand (pytest tears a fixture down by the next case: a
+module's or the session's stays up while the next case needs it), runs the case through
+pytest's whole protocol, and sends its reports (`pytest_report_to_serializable`, as xdist
+does) and warnings to the parent, which replays them to its own hooks: the terminal, the
+JSON report, `-x` and the exit status are the parent's, as in a serial run. A worker that
+dies mid-case (a crash, a kill) fails that case with the reason, the case it held next goes
+back to the queue and a new worker takes its place (at most N times a run).
 
 Interruption is the parent's to decide: a worker ignores Ctrl-C's SIGINT (a Python handler,
 so what it starts gets the default back at exec) and stops when the parent, having stopped
@@ -56,6 +56,8 @@ from typing import Any, Final
 
 import pytest
 
+from mcp_host_conformance.harness.cases.items import flag, option
+
 __all__ = ["WorkerCrashed", "add_option", "check_options", "pytest_runtestloop"]
 
 _HEADER: Final = struct.Struct("!I")
@@ -73,9 +75,9 @@ class WorkerCrashed(Exception):
 
 
 def add_option(group: pytest.OptionGroup) -> None:
-    """`--workers N`, in the plugin's option group (the plugin loads this module)."""
+    """`--mcphc-workers N`, in the plugin's option group (the plugin loads this module)."""
     group.addoption(
-        "--workers",
+        flag("workers"),
         type=int,
         default=0,
         metavar="N",
@@ -86,17 +88,17 @@ def add_option(group: pytest.OptionGroup) -> None:
 
 def check_options(config: pytest.Config) -> None:
     """A usage error at configuration, before anything starts."""
-    count = config.getoption("workers", 0) or 0
+    count = option(config, "workers", 0) or 0
     if count < 0:
-        raise pytest.UsageError(f"--workers must be 0 or more, not {count}")
+        raise pytest.UsageError(f"{flag('workers')} must be 0 or more, not {count}")
     if count and (getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")):
-        raise pytest.UsageError("give --workers or pytest-xdist's -n, not both")
+        raise pytest.UsageError(f"give {flag('workers')} or pytest-xdist's -n, not both")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     config = session.config
-    count = config.getoption("workers", 0) or 0
+    count = option(config, "workers", 0) or 0
     if (
         count == 0
         or not session.items

@@ -28,9 +28,9 @@ def test_its_interactive_add_works_from_another_directory(tmp_path: Path) -> Non
     the case's project directory, where `tests.harness.outside_zoo` is not importable."""
     argv = [
         sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance",
-        "--client", "tests.harness.outside_zoo:SLOW_TO_STOP", "-k", "echo_off",
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--timeout-scale", "3",
-        "--report-json", str(tmp_path / "report.json"),
+        "--mcphc-client", "tests.harness.outside_zoo:SLOW_TO_STOP", "-k", "echo_off",
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--mcphc-timeout-scale", "3",
+        "--mcphc-report-json", str(tmp_path / "report.json"),
     ]  # fmt: skip
     # `python -m pytest` from the repository makes `tests` importable for loading the
     # client; the interactive command runs in the case's project dir, where it is not.

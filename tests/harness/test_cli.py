@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_host_conformance.harness import cli
+from mcp_host_conformance.harness.reports.progress import CaseLines
 
 FEW_SECONDS = 20.0  # a mistake is answered long before this, even on a loaded machine
 
@@ -63,20 +64,22 @@ def test_run_passes_options_and_pytest_args_and_returns_pytest_status(monkeypatc
     assert status == 1
     assert seen["args"] == [
         *cli.plugin_args(),
+        *cli.isolated_args(),
         "--pyargs",
         "mcp_host_conformance.conformance",
-        "--client-cmd",
+        "--mcphc-client-cmd",
         "go run ./driver",
-        "--report-json",
+        "--mcphc-report-json",
         "r.json",
-        "--expected-failures",
+        "--mcphc-expected-failures",
         "known.txt",
         "--strict",
-        "--run-slow",
-        "--timeout-scale",
+        "--mcphc-run-slow",
+        "--mcphc-timeout-scale",
         "2.5",
-        "--workers",
+        "--mcphc-workers",
         "2",
+        *CaseLines.PYTEST_ARGS,  # the run's line per case
         "-k",
         "approval",
         "-x",
@@ -92,9 +95,11 @@ def test_run_defaults_leave_the_client_to_the_plugin(monkeypatch):
     workers = str(cli.default_workers())
     assert seen["args"] == [
         *cli.plugin_args(),
+        *cli.isolated_args(),
         "--pyargs",
         "mcp_host_conformance.conformance",
-        *("--workers", workers),
+        *("--mcphc-workers", workers),
+        *CaseLines.PYTEST_ARGS,
     ]
 
 
@@ -105,7 +110,13 @@ def test_serial_runs_in_this_process(monkeypatch, argv):
         pytest, "main", lambda args, plugins=None: seen.setdefault("args", args) and 0
     )
     assert cli.main(["run", *argv]) == 0
-    assert seen["args"] == [*cli.plugin_args(), "--pyargs", SUITE]
+    assert seen["args"] == [
+        *cli.plugin_args(),
+        *cli.isolated_args(),
+        "--pyargs",
+        SUITE,
+        *CaseLines.PYTEST_ARGS,
+    ]
 
 
 def test_a_run_loads_only_the_suites_plugins():
@@ -285,6 +296,7 @@ def test_an_empty_client_is_a_usage_error_never_the_reference_host(
         done, took = command("run", *given, "--", "-k", ONE_CASE, cwd=tmp_path, env=env)
         assert done.returncode == cli.Status.USAGE_ERROR, done.stdout + done.stderr
     else:
+        given = [a.replace("--client", "--mcphc-client") for a in given]
         argv = ("--pyargs", cli.SUITE_PACKAGE, *given, "-k", ONE_CASE)
         done, took = command(*argv, cwd=tmp_path, env=env, pytest=True)
         assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -216,8 +217,13 @@ def test_a_restarted_host_is_the_client_the_run_chose(monkeypatch) -> None:
 
     class Config:
         def getoption(self, name):
-            return {"client": "fake_adapters:GoodAdapter", "client_cmd": None}[name]
+            return {
+                "mcphc_client": "fake_adapters:GoodAdapter",
+                "mcphc_client_cmd": None,
+                "mcphc_client_path": ["adapters"],
+            }[name]
 
     monkeypatch.setenv(loader.CLIENT_CMD_ENV, "./some-driver")
     command = fresh_process_command(Config())
     assert "fake_adapters:GoodAdapter" in command and "some-driver" not in command
+    assert f"--client-path {os.path.abspath('adapters')} " in command  # where it imports from

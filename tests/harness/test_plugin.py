@@ -9,6 +9,9 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# The plugin has no entry point: a session that wants the suite names it.
+PLUGIN = ("-p", "mcp_host_conformance.harness.plugin.hooks")
+
 FAKE_CLIENT = textwrap.dedent(
     """
     import threading
@@ -115,20 +118,22 @@ def _case(pytester: pytest.Pytester, body: str) -> None:
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_inprocess(
-        "--client", "fakeclient:FakeAdapter", "-p", "no:randomly", *args
+        *PLUGIN, "--mcphc-client", "fakeclient:FakeAdapter", "-p", "no:randomly", *args
     )
 
 
 def test_options_are_registered_in_one_group(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_inprocess("--help")
+    result = pytester.runpytest_inprocess(*PLUGIN, "--help")
     result.stdout.fnmatch_lines(["*MCP host conformance*"])
     text = result.stdout.str()
     for option in (
-        "--client",
-        "--client-cmd",
-        "--run-slow",
-        "--report-json",
-        "--expected-failures",
+        "--mcphc-client",
+        "--mcphc-client-cmd",
+        "--mcphc-client-path",
+        "--mcphc-run-slow",
+        "--mcphc-report-json",
+        "--mcphc-expected-failures",
+        "--mcphc-workers",
         "--strict",
     ):
         assert option in text
@@ -138,15 +143,15 @@ def test_markers_pass_strict_markers(sandbox: pytest.Pytester) -> None:
     _case(
         sandbox,
         """
-        @pytest.mark.requirements("CFG-1")
-        @pytest.mark.profile("verified-add")
-        @pytest.mark.needs_cancel
-        @pytest.mark.slow
+        @pytest.mark.mcphc_requirements("CFG-1")
+        @pytest.mark.mcphc_profile("verified-add")
+        @pytest.mark.mcphc_needs_cancel
+        @pytest.mark.mcphc_slow
         def test_marked():
             pass
         """,
     )
-    result = run(sandbox, "--strict-markers", "--run-slow", "-rs")
+    result = run(sandbox, "--strict-markers", "--mcphc-run-slow", "-rs")
     result.assert_outcomes(skipped=1)  # needs_cancel: the fake cannot cancel
     result.stdout.fnmatch_lines(["*not applicable: fake cannot cancel*"])
 
@@ -155,13 +160,13 @@ def test_unclaimed_profile_is_not_applicable(sandbox: pytest.Pytester) -> None:
     _case(
         sandbox,
         """
-        @pytest.mark.requirements("PIN-1")
-        @pytest.mark.profile("pinning")
+        @pytest.mark.mcphc_requirements("PIN-1")
+        @pytest.mark.mcphc_profile("pinning")
         def test_pinned():
             raise AssertionError("must not run")
 
-        @pytest.mark.requirements("SYNC-1")
-        @pytest.mark.profile("verified-add")
+        @pytest.mark.mcphc_requirements("SYNC-1")
+        @pytest.mark.mcphc_profile("verified-add")
         def test_claimed():
             pass
         """,
@@ -178,11 +183,11 @@ def test_a_requirement_replaced_by_a_claimed_profile_is_not_applicable(
     _case(
         sandbox,
         """
-        @pytest.mark.requirements("CFG-1")
+        @pytest.mark.mcphc_requirements("CFG-1")
         def test_replaced():
             raise AssertionError("must not run")
 
-        @pytest.mark.requirements("CFG-2")
+        @pytest.mark.mcphc_requirements("CFG-2")
         def test_kept():
             pass
         """,
@@ -211,20 +216,20 @@ def test_a_server_a_verified_add_host_refuses_makes_a_case_not_applicable(
                 raise RuntimeError("first sync failed: connection refused")
             adapter.add_server = add_server
 
-        @pytest.mark.requirements("DISC-4")
+        @pytest.mark.mcphc_requirements("DISC-4")
         def test_needs_it(host, adapter):
             refusing(adapter)
             host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
             raise AssertionError("must not get here")
 
-        @pytest.mark.requirements("NET-1")
+        @pytest.mark.mcphc_requirements("NET-1")
         def test_expects_a_refusal(host, adapter):
             refusing(adapter)
             with pytest.raises(RefusedAtAdd, match="first sync failed"):
                 host.add(HttpServer("offline", "http://127.0.0.1:9/mcp"))
 
-        @pytest.mark.requirements("SYNC-1")
-        @pytest.mark.profile("verified-add")
+        @pytest.mark.mcphc_requirements("SYNC-1")
+        @pytest.mark.mcphc_profile("verified-add")
         def test_about_the_profile(host, adapter):
             refusing(adapter)
             with pytest.raises(RuntimeError, match="first sync failed"):
@@ -236,15 +241,41 @@ def test_a_server_a_verified_add_host_refuses_makes_a_case_not_applicable(
     result.stdout.fnmatch_lines(["*not applicable: the host claims verified-add and did not save*"])
 
 
-def test_case_without_requirements_is_rejected(sandbox: pytest.Pytester) -> None:
+def test_a_case_of_the_suite_without_requirements_is_rejected(
+    sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_host_conformance.harness.cases import items
+
+    # the sandbox's folder stands for the suite's own package (the run is in this process)
+    monkeypatch.setattr(items, "suite_dir", lambda: sandbox.path / "conformance")
     _case(sandbox, "def test_unmarked():\n    pass\n")
     result = run(sandbox)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*must name the requirements it checks*"])
+    result.stdout.fnmatch_lines(["*must name the requirements it checks*mcphc_requirements*"])
+
+
+def test_a_project_folder_named_conformance_is_not_the_suite(sandbox: pytest.Pytester) -> None:
+    """A project's own tests in a folder named `conformance`, with a `requirements` marker of
+    its own, are ordinary tests even in a session that loads the plugin."""
+    sandbox.makeini("[pytest]\nmarkers =\n    requirements: the project's own")
+    _case(
+        sandbox,
+        """
+        @pytest.mark.requirements("SPEC-1.2")
+        def test_own_marked():
+            pass
+
+        def test_own_unmarked():
+            pass
+        """,
+    )
+    result = run(sandbox, "--strict-markers", "-rA")
+    result.assert_outcomes(passed=2)
+    assert "mcp-host-conformance" not in result.stdout.str().split("short test summary")[-1]
 
 
 def test_unknown_requirement_id_is_rejected(sandbox: pytest.Pytester) -> None:
-    _case(sandbox, '@pytest.mark.requirements("NOPE-9")\ndef test_x():\n    pass\n')
+    _case(sandbox, '@pytest.mark.mcphc_requirements("NOPE-9")\ndef test_x():\n    pass\n')
     result = run(sandbox)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*unknown requirement ID(s) NOPE-9*"])
@@ -252,22 +283,26 @@ def test_unknown_requirement_id_is_rejected(sandbox: pytest.Pytester) -> None:
 
 def test_slow_case_skipped_without_run_slow(sandbox: pytest.Pytester) -> None:
     _case(
-        sandbox, '@pytest.mark.requirements("DISC-3")\n@pytest.mark.slow\ndef test_x():\n    pass\n'
+        sandbox,
+        '@pytest.mark.mcphc_requirements("DISC-3")\n'
+        "@pytest.mark.mcphc_slow\ndef test_x():\n    pass\n",
     )
     result = run(sandbox, "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*run with --run-slow*"])
+    result.stdout.fnmatch_lines(["*run with --run-slow (plain pytest: --mcphc-run-slow)*"])
 
 
 def test_unloadable_client_is_a_usage_error(sandbox: pytest.Pytester) -> None:
-    _case(sandbox, '@pytest.mark.requirements("CFG-1")\ndef test_x():\n    pass\n')
-    result = sandbox.runpytest_inprocess("--client", "no_such_module:Adapter", "-p", "no:randomly")
+    _case(sandbox, '@pytest.mark.mcphc_requirements("CFG-1")\ndef test_x():\n    pass\n')
+    result = sandbox.runpytest_inprocess(
+        *PLUGIN, "--mcphc-client", "no_such_module:Adapter", "-p", "no:randomly"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot import module 'no_such_module'*"])
 
 
 def test_report_header_names_the_client(sandbox: pytest.Pytester) -> None:
-    _case(sandbox, '@pytest.mark.requirements("CFG-1")\ndef test_x():\n    pass\n')
+    _case(sandbox, '@pytest.mark.mcphc_requirements("CFG-1")\ndef test_x():\n    pass\n')
     result = run(sandbox)
     result.stdout.fnmatch_lines(["mcp-host-conformance: client fake 0.1 (profiles: verified-add;*"])
 
@@ -278,7 +313,7 @@ def test_host_records_what_the_user_saw(sandbox: pytest.Pytester) -> None:
         """
         from mcp_host_conformance.harness.contract.adapter import HttpServer
 
-        @pytest.mark.requirements("APR-4")
+        @pytest.mark.mcphc_requirements("APR-4")
         def test_flow(host, secrets, timeouts, home, project):
             token = secrets.new("tok")
             shown = host.add(HttpServer("docs", "http://127.0.0.1:1/mcp", {"Authorization": token}))
@@ -310,7 +345,7 @@ def test_a_hanging_client_fails_its_case_and_the_run_goes_on(sandbox: pytest.Pyt
     _case(
         sandbox,
         """
-        @pytest.mark.requirements("APR-1")
+        @pytest.mark.mcphc_requirements("APR-1")
         def test_hang(host):
             running = host.start()
             try:
@@ -319,12 +354,12 @@ def test_a_hanging_client_fails_its_case_and_the_run_goes_on(sandbox: pytest.Pyt
                 import fakeclient
                 fakeclient.BLOCK.set()
 
-        @pytest.mark.requirements("APR-1")
+        @pytest.mark.mcphc_requirements("APR-1")
         def test_after():
             pass
         """,
     )
-    result = run(sandbox, "--timeout-scale", "0.02")
+    result = run(sandbox, "--mcphc-timeout-scale", "0.02")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*did not return from ask() within*"])
 
@@ -336,13 +371,13 @@ def test_case_dirs_are_removed_after_the_case(sandbox: pytest.Pytester) -> None:
         import pathlib
         ROOTS = []
 
-        @pytest.mark.requirements("APR-1")
+        @pytest.mark.mcphc_requirements("APR-1")
         def test_a(case, home):
             assert home.is_dir() and (home.stat().st_mode & 0o777) == 0o700
             ROOTS.append(case.root)
             raise AssertionError("fails on purpose")
 
-        @pytest.mark.requirements("APR-1")
+        @pytest.mark.mcphc_requirements("APR-1")
         def test_b():
             assert ROOTS and not ROOTS[0].exists()
         """,
@@ -366,18 +401,18 @@ COUNTING_CLIENT = textwrap.dedent(
 )
 
 PROFILED_CASES = """
-@pytest.mark.requirements("SYNC-1")
-@pytest.mark.profile("verified-add")
+@pytest.mark.mcphc_requirements("SYNC-1")
+@pytest.mark.mcphc_profile("verified-add")
 def test_a():
     pass
 
-@pytest.mark.requirements("SYNC-1")
-@pytest.mark.profile("verified-add")
+@pytest.mark.mcphc_requirements("SYNC-1")
+@pytest.mark.mcphc_profile("verified-add")
 def test_b():
     pass
 
-@pytest.mark.requirements("CFG-1")
-@pytest.mark.needs_cancel
+@pytest.mark.mcphc_requirements("CFG-1")
+@pytest.mark.mcphc_needs_cancel
 def test_c():
     pass
 """
@@ -390,7 +425,7 @@ def test_describe_is_asked_once_per_run(sandbox, monkeypatch, workers) -> None:
     monkeypatch.setenv("DESCRIBE_LOG", str(log))
     _case(sandbox, PROFILED_CASES)
     result = sandbox.runpytest_subprocess(
-        "--client", "countingclient:Counting", "-p", "no:randomly", *workers
+        *PLUGIN, "--mcphc-client", "countingclient:Counting", "-p", "no:randomly", *workers
     )
     result.assert_outcomes(passed=2, skipped=1)
     assert len(log.read_text().splitlines()) == 1
@@ -405,7 +440,7 @@ def test_a_client_that_cannot_describe_itself_stops_the_run_with_one_line(
     monkeypatch.setenv("DESCRIBE_FAILS", "1")
     _case(sandbox, PROFILED_CASES)
     result = sandbox.runpytest_subprocess(
-        "--client", "countingclient:Counting", "-p", "no:randomly"
+        *PLUGIN, "--mcphc-client", "countingclient:Counting", "-p", "no:randomly"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
@@ -449,12 +484,12 @@ def test_restarted_hosts_are_shared_by_the_run_or_one_per_case(
                 return False
             return True
 
-        @pytest.mark.requirements("SESS-3")
+        @pytest.mark.mcphc_requirements("SESS-3")
         def test_one(restarted_host):
             with open(PIDS, "a") as out:
                 out.write(f"{{served_by(restarted_host)}}\\n")
 
-        @pytest.mark.requirements("SESS-3")
+        @pytest.mark.mcphc_requirements("SESS-3")
         def test_two(restarted_host):
             earlier = int(open(PIDS).read().split()[0])
             pid = served_by(restarted_host)
@@ -488,7 +523,7 @@ def test_a_client_s_name_reaches_the_header_and_reasons_on_one_line(sandbox) -> 
     sandbox.makepyfile(hostileclient=HOSTILE_CLIENT)
     _case(sandbox, PROFILED_CASES)
     result = sandbox.runpytest_inprocess(
-        "--client", "hostileclient:Hostile", "-p", "no:randomly", "-rs"
+        *PLUGIN, "--mcphc-client", "hostileclient:Hostile", "-p", "no:randomly", "-rs"
     )
     text = result.stdout.str()
     assert "\x1b" not in text and "\u2028" not in text

@@ -17,9 +17,9 @@ BOUND = 300.0
 def test_a_declared_default_the_host_does_not_keep_fails_the_slow_case(tmp_path: Path) -> None:
     argv = [
         sys.executable, "-m", "pytest", "--pyargs", "mcp_host_conformance.conformance",
-        "--client", "tests.harness.outside_zoo:SHORT_REAL_DEFAULT", "--run-slow",
+        "--mcphc-client", "tests.harness.outside_zoo:SHORT_REAL_DEFAULT", "--mcphc-run-slow",
         "-k", "default_connect_timeout", "-p", "no:randomly", "-p", "no:cacheprovider", "-q",
-        "--report-json", str(tmp_path / "report.json"),
+        "--mcphc-report-json", str(tmp_path / "report.json"),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=BOUND)

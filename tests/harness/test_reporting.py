@@ -24,11 +24,11 @@ from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
-    group.addoption("--report-json", default=None)
-    group.addoption("--expected-failures", default=None)
+    group.addoption("--report-json", dest="mcphc_report_json", default=None)
+    group.addoption("--expected-failures", dest="mcphc_expected_failures", default=None)
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "requirements(*ids): ids")
+    config.addinivalue_line("markers", "mcphc_requirements(*ids): ids")
     plugin = ReportingPlugin(config)
     plugin.set_client(Description(name="fakehost", version="9.9", profiles=frozenset({"pinning"})))
     config.pluginmanager.register(plugin, "mcp-host-conformance-reporting")
@@ -39,23 +39,23 @@ import pytest
 from mcp_host_conformance.harness.contract.adapter import AdapterError
 from mcp_host_conformance.harness.verdicts.outcomes import check
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_must_fails():
     check(False, ids="APR-2", expected="status denied", actual="status completed")
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_must_passes():
     pass
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 def test_should_fails():
     check(False, ids="HARD-1", expected="unknown", actual="completed")
 
-@pytest.mark.requirements("DISC-11")
+@pytest.mark.mcphc_requirements("DISC-11")
 def test_info_records():
     pass
 
-@pytest.mark.requirements("PIN-1")
+@pytest.mark.mcphc_requirements("PIN-1")
 def test_not_applicable():
     pytest.skip("not applicable: profile pinning not claimed by fakehost")
 """
@@ -128,11 +128,11 @@ SHOULD_ONLY = """
 import pytest
 from mcp_host_conformance.harness.verdicts.outcomes import check
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 def test_should_fails():
     check(False, ids="HARD-1", expected="unknown", actual="completed")
 
-@pytest.mark.requirements("DISC-11")
+@pytest.mark.mcphc_requirements("DISC-11")
 def test_info_even_if_it_raises():
     raise RuntimeError("figure could not be measured")
 """
@@ -156,7 +156,7 @@ from mcp_host_conformance.harness.contract.adapter import AdapterError
 def host():
     raise AdapterError("client crashed at start")
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 def test_should_case_whose_setup_fails(host):
     raise AssertionError("the body must not run")
 """
@@ -208,15 +208,15 @@ BASELINE_CASES = """
 import pytest
 from mcp_host_conformance.harness.verdicts.outcomes import check
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_known_gap():
     check(False, ids="APR-2", expected="denied", actual="completed")
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_new_gap():
     check(False, ids="APR-3", expected="asked", actual="not asked")
 
-@pytest.mark.requirements("APR-4")
+@pytest.mark.mcphc_requirements("APR-4")
 def test_fixed():
     pass
 """
@@ -353,9 +353,9 @@ def test_a_client_s_name_cannot_add_an_id_to_the_baseline_written_from_its_repor
 # A host that quotes 30 MB back (a result, a status line, an exception, what it printed):
 # what each report keeps of it is bounded.
 HTML_CONFTEST = CONFTEST.replace(
-    'group.addoption("--expected-failures", default=None)',
-    'group.addoption("--expected-failures", default=None)\n'
-    '    group.addoption("--report-html", default=None)',
+    'group.addoption("--expected-failures", dest="mcphc_expected_failures", default=None)',
+    'group.addoption("--expected-failures", dest="mcphc_expected_failures", default=None)\n'
+    '    group.addoption("--report-html", dest="mcphc_report_html", default=None)',
 )
 FLOOD_CONFTEST = (
     HTML_CONFTEST
@@ -377,17 +377,17 @@ from mcp_host_conformance.harness.verdicts.outcomes import check
 
 QUOTE = "<" * 15_000_000 + ">" * 15_000_000
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_quotes_it(request):
     request.node.user_properties.append(("seen", QUOTE))  # record_property, without its warning
     print(QUOTE)
     check(False, ids="APR-2", expected=QUOTE, actual=QUOTE)
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_raises_it():
     raise RuntimeError(QUOTE)
 
-@pytest.mark.requirements("PIN-1")
+@pytest.mark.mcphc_requirements("PIN-1")
 def test_skips_with_it():
     pytest.skip(QUOTE)
 """
@@ -455,43 +455,43 @@ PARTIAL_CASES = """
 import pytest
 from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable, precondition
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_runs():
     pass
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_slow_here():
     pytest.skip("slow: waits for a real default timeout; run with --run-slow")
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_unseen():
     not_observable("no network namespace on this machine")
 
-@pytest.mark.requirements("APR-4")
+@pytest.mark.mcphc_requirements("APR-4")
 def test_selected():
     pass
 
-@pytest.mark.requirements("APR-4")
+@pytest.mark.mcphc_requirements("APR-4")
 def test_deselected():
     pass
 
-@pytest.mark.requirements("RETRY-2")
+@pytest.mark.mcphc_requirements("RETRY-2")
 def test_needs_unknown_first():
     precondition(False, ids="RES-6", expected="the call ends unknown", actual="completed")
 
-@pytest.mark.requirements("APR-5")
+@pytest.mark.mcphc_requirements("APR-5")
 def test_applies():
     pass
 
-@pytest.mark.requirements("APR-5")
+@pytest.mark.mcphc_requirements("APR-5")
 def test_does_not_apply():
     pytest.skip("not applicable: this host cannot do that")
 
-@pytest.mark.requirements("APR-1")
+@pytest.mark.mcphc_requirements("APR-1")
 def test_applies_nowhere():
     pytest.skip("not applicable: profile not claimed")
 
-@pytest.mark.requirements("DISC-11")
+@pytest.mark.mcphc_requirements("DISC-11")
 def test_figures(record_property):
     record_property("ready_seconds", 0.25)
     record_property("instructions", "mcphc-canary-key-0123456789abcdef01234567 in here")
@@ -526,19 +526,19 @@ UNSEEN_CASES = """
 import pytest
 from mcp_host_conformance.harness.verdicts.outcomes import not_observable
 
-@pytest.mark.requirements("NET-1")
+@pytest.mark.mcphc_requirements("NET-1")
 def test_unseen_here():
     not_observable("no network namespace on this machine")
 
-@pytest.mark.requirements("NET-1")
+@pytest.mark.mcphc_requirements("NET-1")
 def test_seen():
     pass
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_unseen_alone():
     not_observable("no built-in tools to be offered beside")
 
-@pytest.mark.requirements("RES-9")
+@pytest.mark.mcphc_requirements("RES-9")
 def test_cannot_cancel():
     pytest.skip("not applicable: this host cannot cancel a call")
 """
@@ -581,7 +581,7 @@ def test_not_observed_is_its_own_outcome_apart_from_not_applicable_in_every_form
 
 
 def test_partial_never_fails_the_run(pytester):
-    cases = PARTIAL_CASES.split('@pytest.mark.requirements("RETRY-2")')[0]
+    cases = PARTIAL_CASES.split('@pytest.mark.mcphc_requirements("RETRY-2")')[0]
     assert run(pytester, "-k", "not deselected", cases=cases).ret == 0
 
 
@@ -636,7 +636,7 @@ class Model:
 def model():
     return Model()
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 @settings(max_examples=3, deadline=None)
 @given(st.integers())
 def test_property(model, n):

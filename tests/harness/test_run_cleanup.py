@@ -91,7 +91,7 @@ import pytest
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
 
 
-@pytest.mark.requirements("CFG-1")
+@pytest.mark.mcphc_requirements("CFG-1")
 def test_blocks(host, http_mock, stdio_mock, secrets, case):
     tls = http_mock(ServerSpec(name="t", tools=[Tool("q")]), tls="trusted")
     host.add_http("t", tls, headers={"X-Key": secrets.new("k")})

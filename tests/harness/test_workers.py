@@ -1,5 +1,5 @@
-"""harness/run/workers.py: `--workers N` runs the cases in forked workers and reports as a serial
-run does; a worker that dies fails its case and is replaced; Ctrl-C tears down and reaps.
+"""harness/run/workers.py: `--mcphc-workers N` runs the cases in forked workers and reports as
+a serial run does; a worker that dies fails its case and is replaced; Ctrl-C tears down and reaps.
 
 Each run is a pytest subprocess (a fork of this test process would be a copy of it) over
 plain test files: the forking does not depend on the suite. Where a check needs cases to run
@@ -55,7 +55,15 @@ def tree(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess(
+        "-p",
+        "mcp_host_conformance.harness.plugin.hooks",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
 
 
 def notes(out: Path) -> list[list[str]]:
@@ -100,7 +108,7 @@ MIXED = """
 def test_forked_workers_report_what_a_serial_run_reports(tree):
     pytester, out = tree
     pytester.makepyfile(test_mixed=MIXED)
-    forked = run(pytester, "--workers", "2", "-rA")
+    forked = run(pytester, "--mcphc-workers", "2", "-rA")
     forked.assert_outcomes(passed=6, failed=1, skipped=1, xfailed=1)
     assert forked.ret == pytest.ExitCode.TESTS_FAILED
     text = forked.stdout.str()
@@ -152,7 +160,7 @@ def test_scoped_fixtures_are_set_up_once_per_worker_and_torn_down(tree):
     pytester, out = tree
     pytester.makeconftest(SESSION_FIXTURE)
     pytester.makepyfile(test_a=FIXTURES, test_b=FIXTURES)
-    run(pytester, "--workers", "3").assert_outcomes(passed=12)
+    run(pytester, "--mcphc-workers", "3").assert_outcomes(passed=12)
     seen = notes(out)
     by_pid: dict[str, list[str]] = {}
     for what, pid, _ in seen:
@@ -193,7 +201,7 @@ CRASHES = """
 def test_a_worker_that_dies_fails_its_case_and_the_rest_still_run(tree):
     pytester, out = tree
     pytester.makepyfile(test_crashes=CRASHES)
-    result = run(pytester, "--workers", "2", "-rA")
+    result = run(pytester, "--mcphc-workers", "2", "-rA")
     result.assert_outcomes(passed=8, failed=2)
     text = result.stdout.str()
     assert "ended (exit status 7) before the case did" in text
@@ -219,7 +227,7 @@ def test_a_failure_with_x_stops_handing_out_cases(tree):
             """
         )
     )
-    result = run(pytester, "--workers", "2", "-x")
+    result = run(pytester, "--mcphc-workers", "2", "-x")
     outcomes = result.parseoutcomes()
     assert 1 <= outcomes.get("failed", 0) <= 4  # what the two workers held, at most
     # each worker ends the case it runs and the one it held next, as pytest-xdist's do
@@ -229,16 +237,17 @@ def test_a_failure_with_x_stops_handing_out_cases(tree):
 def test_collect_only_no_cases_and_wrong_options(tree):
     pytester, out = tree
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
-    run(pytester, "--workers", "2", "--collect-only").stdout.fnmatch_lines(["*test_one*"])
+    run(pytester, "--mcphc-workers", "2", "--collect-only").stdout.fnmatch_lines(["*test_one*"])
     assert (
-        run(pytester, "--workers", "2", "-k", "nothing").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+        run(pytester, "--mcphc-workers", "2", "-k", "nothing").ret
+        == pytest.ExitCode.NO_TESTS_COLLECTED
     )
-    negative = run(pytester, "--workers", "-1")
+    negative = run(pytester, "--mcphc-workers", "-1")
     assert negative.ret == pytest.ExitCode.USAGE_ERROR
-    negative.stderr.fnmatch_lines(["ERROR: --workers must be 0 or more, not -1"])
-    both = run(pytester, "--workers", "2", "-p", "xdist", "-n", "2")
+    negative.stderr.fnmatch_lines(["ERROR: --mcphc-workers must be 0 or more, not -1"])
+    both = run(pytester, "--mcphc-workers", "2", "-p", "xdist", "-n", "2")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
-    both.stderr.fnmatch_lines(["ERROR: give --workers or pytest-xdist's -n, not both"])
+    both.stderr.fnmatch_lines(["ERROR: give --mcphc-workers or pytest-xdist's -n, not both"])
 
 
 INTERRUPTED = """
@@ -275,7 +284,8 @@ def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
     pytester.makepyfile(test_interrupted=INTERRUPTED)
     proc = subprocess.Popen(
         [sys.executable, "-c", PYTEST_WITH_CTRL_C, "-p", "no:randomly", "-p", "no:cacheprovider"]
-        + ["--workers", "2", str(pytester.path / "test_interrupted.py")],
+        + ["-p", "mcp_host_conformance.harness.plugin.hooks"]
+        + ["--mcphc-workers", "2", str(pytester.path / "test_interrupted.py")],
         cwd=pytester.path,
         env={**os.environ, "PYTHONPATH": str(pytester.path)},
         stdout=subprocess.PIPE,
