@@ -206,6 +206,12 @@ def _parser() -> argparse.ArgumentParser:
         help="write the HTML report to PATH (one page: summary by area, every failure)",
     )
     run.add_argument(
+        "--report-markdown",
+        metavar="PATH",
+        help="write a Markdown summary to PATH: the verdict, the failed rules, the baseline, "
+        "the next step (for a CI job summary, e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    run.add_argument(
         "--expected-failures",
         metavar="PATH",
         help="baseline: a file of requirement or case IDs expected to fail (one per line)",
@@ -421,6 +427,7 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         ("--client-cmd", options.client_cmd),
         ("--report-json", options.report_json),
         ("--report-html", options.report_html),
+        ("--report-markdown", options.report_markdown),
         ("--expected-failures", options.expected_failures),
     ):
         if value is not None:

@@ -128,6 +128,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the HTML report to PATH (one page: summary by area, every failure)",
     )
     group.addoption(
+        "--report-markdown",
+        default=None,
+        metavar="PATH",
+        help="write a Markdown summary to PATH (for a CI job summary)",
+    )
+    group.addoption(
         "--expected-failures",
         default=None,
         metavar="PATH",
