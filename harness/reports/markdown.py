@@ -125,6 +125,9 @@ def _baseline(report: Mapping[str, Any]) -> list[str]:
         f"failure{'s' if len(expected) != 1 else ''} (listed, so they pass)"
         + ("; up to date." if not (stale or unknown) else "."),
     ]
+    excused = [g.rule_id for g in rule_groups(report, "expected_failure") if g.rule_id]
+    if excused:
+        lines.append("- the rules it excuses in this run: " + ", ".join(excused[:RULES_SHOWN]))
     if stale:
         lines.append("- stale (now passes; remove it): " + ", ".join(_code(s) for s in stale))
     if unknown:

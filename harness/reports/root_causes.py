@@ -205,7 +205,8 @@ def next_step(report: Mapping[str, Any], report_json: str | None = None) -> Next
         )
     summary = report.get("summary") or {}
     counts = summary.get("cases") or {}
-    failing = [o for o in ("failed", "warning") if counts.get(o)]
+    # a case's own outcome, or a monitor's finding in a case that passed its own check
+    failing = [o for o in ("failed", "warning") if counts.get(o) or rule_groups(report, o)]
     if not failing:
         if not summary.get("passed"):
             return NextStep(

@@ -122,6 +122,14 @@ def test_a_passing_run_and_its_baseline():
         baseline=Baseline(path="gaps.txt", entries={"t_n::fixed": 1}),
         stale=["t_n::fixed"],
     )
+    held = build_report(
+        [c for c in sample_cases() if c.outcome == "expected_failure"],
+        client=None,
+        strict=False,
+        exit_status=0,
+        baseline=Baseline(path="gaps.txt", entries={"NET-1": 1}),
+    )
+    assert "- the rules it excuses in this run: NET-1" in render_markdown(held)
     text = render_markdown(stale)
     assert "` gaps.txt `: 0 expected failures (listed, so they pass)." in text
     assert "- stale (now passes; remove it): ` t_n::fixed `" in text

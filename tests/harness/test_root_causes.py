@@ -122,6 +122,10 @@ def test_the_next_step():
     assert next_step(failed).commands[0] == (
         "mcp-host-conformance run ... --report-json REPORT.json"
     )
+    # a monitor's finding in a case that passed its own check fails the run too
+    seen = report_of([case("t_a::x", ["APR-1"], "passed", monitors=[finding("STDIO-2")])])
+    assert next_step(seen).text.startswith("Fix the rules above")
+    assert next_step(seen).commands[-1].endswith("--expected-failures expected-failures.txt")
     passed = build_report([], client=None, strict=False, exit_status=0)
     assert next_step(passed).text == "Passed: nothing to do."
     interrupted = build_report([], client=None, strict=False, exit_status=2)
