@@ -9,7 +9,7 @@ caused them (`root_causes`: a case that stopped at another rule's precondition i
 under that rule and labelled so), each with its full text; a rule's cases and their evidence
 (expected, actual, a monitor's finding) are one click away in a `<details>`. SHOULD
 warnings, the baseline's expected failures, partial rules, the table by area and the
-environment follow below. What was taken from pytest-html and Allure is in docs/reports.md.
+environment follow below. What was taken from pytest-html and Allure: docs/report-schema.md.
 
 Everything in it comes from the report, and much of that from the host under test (its
 statuses, outputs, error messages), so every text is escaped, long values are shown as head
