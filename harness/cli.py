@@ -226,6 +226,12 @@ def _parser() -> argparse.ArgumentParser:
         help="write the HTML report to PATH (one page: summary by area, every failure)",
     )
     run.add_argument(
+        "--report-markdown",
+        metavar="PATH",
+        help="write a Markdown summary to PATH: the verdict, the failed rules, the baseline, "
+        "the next step (for a CI job summary, e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    run.add_argument(
         "--expected-failures",
         metavar="PATH",
         help="baseline: a file of requirement or case IDs expected to fail (one per line)",
@@ -449,7 +455,14 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
     args = [*plugin_args(), *isolated_args(), "--pyargs", SUITE_PACKAGE]
     # An option given empty is passed on as given, never dropped: the plugin refuses it
     # (an empty --client must not become the reference host).
-    for name in ("client", "client_cmd", "report_json", "report_html", "expected_failures"):
+    for name in (
+        "client",
+        "client_cmd",
+        "report_json",
+        "report_html",
+        "report_markdown",
+        "expected_failures",
+    ):
         value = getattr(options, name)
         if value is not None:
             args += [flag(name), value]

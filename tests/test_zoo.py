@@ -17,7 +17,7 @@ the whole suite for each.
 A suite run mostly waits (on mocks, timeouts, grace periods), so the runs are started
 together, ZOO_JOBS at a time (default 7), and more, up to ZOO_JOBS_MAX (default 20), while
 the machine's CPU is idle (`CpuGate`: seven at a time left ~30% of 2 cores idle; beside CPU
-burners it is never idle, so seven run; docs/benchmarks.md, sixteenth pass), by one session
+burners it is never idle, so seven run; docs/broken-clients.md), by one session
 fixture (`selftest_runs`, tests/conftest.py, shared with tests/test_accepted_variants.py) as
 soon as the first self-test needs it; each parametrized test then waits for its own run. The pool
 takes the traced reference runs first (every selected run waits on its reference), then the

@@ -160,6 +160,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the HTML report to PATH (one page: summary by area, every failure)",
     )
     group.addoption(
+        flag("report_markdown"),
+        default=None,
+        metavar="PATH",
+        help="write a Markdown summary to PATH (for a CI job summary)",
+    )
+    group.addoption(
         flag("expected_failures"),
         default=None,
         metavar="PATH",

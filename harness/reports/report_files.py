@@ -3,8 +3,9 @@
 Strategy: a report path that cannot be written (a directory that does not exist, a path
 that is a directory, an empty option from an unset variable) must not be found after the
 whole run, as a traceback that also loses the summary. `unwritable_reports` looks at every
-report path of the run (`--report-json`, `--report-html`, and pytest's `--junitxml`) before
-any case runs and says what is wrong with the first bad one in one line; it creates nothing.
+report path of the run (`--report-json`, `--report-html`, `--report-markdown`, and pytest's
+`--junitxml`) before any case runs and says what is wrong with the first bad one in one
+line; it creates nothing.
 At the end `write_report` writes one report and says why it could not (a full disk), so the
 reporting can print one line and keep the summary. The decisions are plain functions of a
 path and the file system.
@@ -55,7 +56,11 @@ def unwritable_reports(config: pytest.Config, *, junit: bool) -> str | None:
     """The first report path of this run that cannot be written, as one line; None when
     every one can. `junit`: check pytest's `--junitxml` too (in a run of the suite)."""
     paths: list[tuple[str, str, bool]] = []
-    for flag, name in (("--report-json", "report_json"), ("--report-html", "report_html")):
+    for flag, name in (
+        ("--report-json", "report_json"),
+        ("--report-html", "report_html"),
+        ("--report-markdown", "report_markdown"),
+    ):
         value: str | None = option(config, name, None)
         if value is not None:
             paths.append((flag, value, False))

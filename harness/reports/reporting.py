@@ -52,6 +52,8 @@ from mcp_host_conformance.harness.reports.interruption import (
     interruption,
     reason_for,
 )
+from mcp_host_conformance.harness.reports.junit import JunitNames
+from mcp_host_conformance.harness.reports.markdown import render_markdown
 from mcp_host_conformance.harness.reports.report_files import unwritable_reports, write_report
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 from mcp_host_conformance.harness.verdicts.baseline import (
@@ -126,6 +128,8 @@ OWN_PROPERTIES: Final = frozenset(
 FINDINGS: Final = pytest.StashKey[list[Finding]]()
 MONITOR_VERDICT: Final = pytest.StashKey[MonitorFailure]()
 WORKER_COLLECTED: Final = "mcp_host_conformance_collected"
+# JUnit families whose test cases may hold <properties> (pytest's names for them).
+JUNIT_FAMILIES_WITH_PROPERTIES: Final = ("xunit1", "legacy")
 
 # Table columns in order; the optional ones show only when some count is not zero.
 COLUMNS: Final = (PASSED, PARTIAL, FAILED, WARNING, INFO, NOT_APPLICABLE)
@@ -443,6 +447,33 @@ def _set_property(item: pytest.Item, key: str, value: object) -> None:
     item.user_properties.append((key, value))
 
 
+def _carry(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Put what the case found on its report, in an attribute of the report's own (it
+    travels from a worker with the report, as pytest's user properties do). pytest's user
+    properties of the report stay empty unless JUnit's family has room for them in a test
+    case (xunit1): xunit2, pytest's default, has none (junit.py names the case instead)."""
+    props = [(k, v if k in OWN_PROPERTIES else _figure_value(v)) for k, v in item.user_properties]
+    report.conformance_properties = props  # type: ignore[attr-defined]  # ours, on pytest's
+    keeps = item.config.getini("junit_family") in JUNIT_FAMILIES_WITH_PROPERTIES
+    report.user_properties = props if keeps else []
+
+
+def carried(report: pytest.TestReport) -> list[tuple[str, object]]:
+    """What a case put on its report (`_carry`); nothing for any other report."""
+    found = getattr(report, "conformance_properties", None)
+    if not isinstance(found, list | tuple):
+        return []
+    return [(str(pair[0]), pair[1]) for pair in found if isinstance(pair, list | tuple)]
+
+
+def _case_of(report: pytest.TestReport) -> tuple[list[str], str] | None:
+    """A case's requirement IDs and case ID, from what it carried; None for another test."""
+    props = dict(carried(report))
+    if P_CASE not in props:
+        return None
+    return str(props.get(P_REQUIREMENTS, "")).split(), str(props[P_CASE])
+
+
 def _skip_reason(call: pytest.CallInfo[None]) -> str:
     excinfo = call.excinfo
     if excinfo is not None:
@@ -534,11 +565,20 @@ class ReportingPlugin:
         unwritable = None if self.is_worker else unwritable_reports(config, junit=junit)
         if unwritable is not None:
             raise pytest.UsageError(f"mcp-host-conformance: {unwritable}")
+        if not self.is_worker and getattr(config.option, "xmlpath", None):
+            config.pluginmanager.register(
+                JunitNames(config, self._client, _case_of), "mcp-host-conformance-junit"
+            )
         self.unwritten: dict[str, str] = {}  # option -> why its report could not be written
         self._running: dict[str, _Accumulating] = {}
         self._collected: dict[str, CaseRecord] = {}
         self.report: dict[str, Any] | None = None
         self.cases: list[CaseResult] = []
+
+    def _client(self) -> Description | None:
+        if self.client is None and self._describe is not None:
+            self.client = self._describe()
+        return self.client
 
     def set_client(self, description: Description) -> None:
         """Name the client under test in the summary and the JSON report."""
@@ -587,6 +627,7 @@ class ReportingPlugin:
         report: pytest.TestReport = yield
         _clean_report(report)
         if hasattr(report, "wasxfail"):  # the case's own xfail marker: leave it to pytest
+            _carry(item, report)
             return report
         known = [rid for rid in rids if rid in REQUIREMENTS]
         phase: str | None = None
@@ -615,9 +656,7 @@ class ReportingPlugin:
             outcome = worst([phase] + ([str(previous)] if previous else []))
             _set_property(item, P_OUTCOME, outcome)
             report.conformance_outcome = phase  # type: ignore[attr-defined]  # ours, on pytest's
-        report.user_properties = [
-            (k, v if k in OWN_PROPERTIES else _figure_value(v)) for k, v in item.user_properties
-        ]
+        _carry(item, report)
         return report
 
     def _record_findings(self, item: pytest.Item, cid: str, findings: list[Finding]) -> bool:
@@ -710,7 +749,7 @@ class ReportingPlugin:
     # -- where results are gathered (controller or only process) --
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
+        props = dict(carried(report))
         if P_CASE not in props:
             return
         acc = self._running.setdefault(report.nodeid, _Accumulating())
@@ -784,8 +823,7 @@ class ReportingPlugin:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.cases and self.baseline is None:
             return  # not a conformance run: stay silent
-        if self.client is None and self._describe is not None:
-            self.client = self._describe()
+        self._client()
         self.report = build_report(
             self.cases,
             client=self.client,
@@ -803,7 +841,11 @@ class ReportingPlugin:
             self._write(session, "--report-json", path, json.dumps(self.report, indent=2) + "\n")
         page = option(self.config, "report_html", None)
         if page:
-            self._write(session, "--report-html", page, render_html(self.report))
+            self._write(session, "--report-html", page, render_html(self.report, report_json=path))
+        summary = option(self.config, "report_markdown", None)
+        if summary:
+            text = render_markdown(self.report, report_json=path, report_html=page)
+            self._write(session, "--report-markdown", summary, text)
 
     def _write(self, session: pytest.Session, flag: str, path: str, text: str) -> None:
         """Write a report; if it cannot be (a full disk), one line for the summary, and a run
@@ -829,5 +871,8 @@ class ReportingPlugin:
         page = option(self.config, "report_html", None)
         if page and "--report-html" not in self.unwritten:
             terminalreporter.write_line(f"HTML report: {inline(page)}")
+        summary = option(self.config, "report_markdown", None)
+        if summary and "--report-markdown" not in self.unwritten:
+            terminalreporter.write_line(f"Markdown summary: {inline(summary)}")
         for line in self.unwritten.values():
             terminalreporter.write_line(line, red=True)

@@ -5,7 +5,7 @@ in cancel scopes and timeout contexts and every connect in its happy-eyeballs ma
 a host whose requests are small and many (initialize, tools/list, each call, each model
 request) that layer was about a fifth of the host's CPU in a suite run; this one does the
 same job on asyncio's own streams (measured: ~0.26 ms of CPU less a request, 1.09 -> 0.83
-ms with httpx's client around it; docs/benchmarks.md).
+ms with httpx's client around it).
 
 Same contract as httpcore's backends: errors come out as httpcore's (ConnectError,
 ReadError, WriteError and their timeouts, so httpx maps them as before, and a call whose

@@ -12,6 +12,7 @@ anything. The browser is found as `$CHROMIUM`, `chromium`, `chromium-browser` or
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
@@ -121,8 +123,9 @@ class HeadlessBrowser:
 
     # ---- what a test needs ---------------------------------------------------------------
 
-    def open(self, url: str) -> None:
-        """Open `url` in a new tab and wait until it has loaded."""
+    def open(self, url: str, viewport: tuple[int, int] | None = None) -> None:
+        """Open `url` in a new tab (its viewport `viewport` CSS pixels, width and height, at
+        scale 1) and wait until it has loaded."""
         target = self.call("Target.createTarget", {"url": "about:blank"}, page=False)
         attached = self.call(
             "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, page=False
@@ -130,6 +133,12 @@ class HeadlessBrowser:
         self._session = attached["sessionId"]
         self.call("Page.enable")
         self.call("Runtime.enable")
+        if viewport is not None:
+            width, height = viewport
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            )
         self.call("Page.navigate", {"url": url})
         deadline = time.monotonic() + BOUND
         while self.evaluate("document.readyState") != "complete":
@@ -141,6 +150,44 @@ class HeadlessBrowser:
         if "exceptionDetails" in answer:
             raise RuntimeError(f"in the page: {answer['exceptionDetails'].get('text')}")
         return answer.get("result", {}).get("value")
+
+    def screenshot(self, path: Path) -> None:
+        """A PNG of what the viewport shows now, written to `path`."""
+        shot = self.call("Page.captureScreenshot", {"format": "png"})
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def click(self, selector: str) -> None:
+        """A real mouse click (press and release) at the middle of the element's box."""
+        where = self.evaluate(
+            f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            e.scrollIntoView({{block: "center"}}); const r = e.getBoundingClientRect();
+            return [r.left + Math.min(r.width / 2, 40), r.top + r.height / 2]; }})()"""
+        )
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": where[0], "y": where[1], "button": "left", "clickCount": 1},
+            )
+
+    def type_into(self, selector: str, text: str) -> None:
+        """Replace the text of an input by `text`, as typing it would (an `input` event)."""
+        self.evaluate(
+            f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            e.focus(); e.select(); }})()"""
+        )
+        if text:
+            self.call("Input.insertText", {"text": text})
+        else:
+            self.call(
+                "Input.dispatchKeyEvent",
+                {
+                    "type": "keyDown",
+                    "key": "Backspace",
+                    "code": "Backspace",
+                    "windowsVirtualKeyCode": 8,
+                },
+            )
+            self.call("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Backspace"})
 
     def event_methods(self) -> list[str]:
         return [str(e.get("method")) for e in self.events]

@@ -145,7 +145,10 @@ def test_an_interrupted_run_says_so_and_fails_no_rule(mode, signum, tmp_path):
     assert never == sorted(set(WAITING) - set(in_flight))
     outcomes = {case["id"]: case["outcome"] for case in data["cases"]}
     assert "failed" not in outcomes.values(), data["cases"]
-    assert outcomes.get("test_blocking::test_block_finishes") == "passed", (outcomes, output[-3000:])
+    assert outcomes.get("test_blocking::test_block_finishes") == "passed", (
+        outcomes,
+        output[-3000:],
+    )
     for case in data["cases"]:
         if case["id"] in interrupted["cut_short"]:
             assert case["outcome"] == "skipped" and case["reason"].startswith("interrupted: ")
