@@ -337,7 +337,8 @@ class Running:
         ]
 
     def cancel(self) -> None:
-        bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
+        with self.host.moments.step("cancel", self.number):
+            bounded("cancel()", self.session.cancel, self.host.timeouts.config_bound())
 
     @property
     def can_review(self) -> bool:

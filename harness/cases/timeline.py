@@ -35,10 +35,10 @@ def denies(answer: str) -> bool:
 @dataclass(frozen=True)
 class Moment:
     """One step the harness took with the host. `kind` is "add", "remove", "list", "start",
-    "ask", "review", "stop" (an interval), or "approval", "acknowledgement" (the instant the
-    answer was given). `run` numbers the session (its start, questions, reviews, approvals
-    and stop), -1 for the configuration commands; `text` is the server's name, the question,
-    or the answer given; `accepted` is an acknowledgement's answer."""
+    "ask", "review", "cancel", "stop" (an interval), or "approval", "acknowledgement" (the
+    instant the answer was given). `run` numbers the session (its start, questions, reviews,
+    approvals and stop), -1 for the configuration commands; `text` is the server's name, the
+    question, or the answer given; `accepted` is an acknowledgement's answer."""
 
     kind: str
     began: float

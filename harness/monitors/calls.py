@@ -82,21 +82,34 @@ def calls_wait_for_approval(self: Monitor, observed: Observed) -> Iterator[Findi
 
 @monitor(
     "refusal-sends-nothing",
-    "APR-2",
+    "APR-2 APR-1",
     "the n-th tools/call arrived after n answers that were not a refusal (an empty answer, "
-    "`n` or anything but yes denies)",
+    "`n` or anything but yes denies); APR-2 when the last answer before it was a refusal, "
+    "APR-1 when it was a yes another call had already used",
 )
 def refusal_sends_nothing(self: Monitor, observed: Observed) -> Iterator[Finding]:
     if next(_unapproved(observed, counted=False), None) is not None:
         return  # sent without any prompt: APR-1's finding, not a refusal ignored
+    answers = sorted(observed.of("approval"), key=lambda m: m.ended)
     for index, served, entry, before in _unapproved(observed, counted=True):
-        refused = [repr(m.text) for m in observed.of("approval") if denies(m.text)]
+        what = f"call number {index + 1} ({served.label}/{served.tool_of(entry)})"
+        last = [m for m in answers if m.ended <= entry.time][-1:]
+        if last and not denies(last[0].text):
+            # A host that answered a refusal rightly and then let a later call ride on an
+            # earlier yes (approval for the rest of a turn) sent no refused call.
+            yield self.finding(
+                "APR-1",
+                "every MCP call waits for its own approval",
+                f"{what} reached the server with only {before} approving answer(s) before it: "
+                "the last answer before it was a yes another call had already used",
+            )
+            return
+        refused = [repr(m.text) for m in answers if denies(m.text)]
         yield self.finding(
             "APR-2",
             "a refused call is never sent",
-            f"call number {index + 1} ({served.label}/{served.tool_of(entry)}) reached the "
-            f"server with only {before} approving answer(s) before it (refusals given: "
-            f"{', '.join(refused[:5])})",
+            f"{what} reached the server with only {before} approving answer(s) before it, the "
+            f"last answer before it a refusal (refusals given: {', '.join(refused[:5])})",
         )
         return
 

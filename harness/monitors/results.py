@@ -230,18 +230,22 @@ def _unknowable(served: Served, tool: Tool) -> tuple[str, str] | None:
 
 @monitor(
     "unknown-told-unknown",
-    "RES-6 RES-7 RES-8",
+    "RES-6 RES-7 RES-8 RES-9",
     "the output the model got for a call that reached a server which cannot answer it (no "
-    "answer, the connection lost after sending, an answer over 1 MiB) says `unknown`",
+    "answer, the connection lost after sending, an answer over 1 MiB) says `unknown`; RES-9 "
+    "when the person cancelled the call before its answer",
 )
 def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]:
     outputs = _outputs(observed)
     reported: set[str] = set()
-    for call, served, tool, _entry in paired(observed):
+    cancels = [m.began for m in observed.of("cancel")]
+    for call, served, tool, entry in paired(observed):
         why = _unknowable(served, tool)
         if why is None or call.call_id not in outputs:
             continue
         rule, how = why
+        if rule == "RES-6" and any(t >= entry.time for t in cancels):
+            rule, how = "RES-9", "cancelled by the person while it waited for its answer"
         said = stated_status(outputs[call.call_id])
         if said == "unknown" or rule in reported:
             continue

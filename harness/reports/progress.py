@@ -28,6 +28,7 @@ from mcp_host_conformance.harness.reports.reporting import (
     P_MONITORS,
     P_OUTCOME,
     P_REQUIREMENTS,
+    carried,
 )
 from mcp_host_conformance.harness.verdicts.outcomes import (
     EXPECTED_FAILURE,
@@ -160,7 +161,7 @@ class CaseLines:
         with self._unseen():
             result = yield
         props = self._props.setdefault(report.nodeid, {})
-        props.update(dict(report.user_properties))
+        props.update(dict(carried(report) or report.user_properties))
         previous = self._outcome.get(report.nodeid)
         if report.failed:
             self._outcome[report.nodeid] = FAILED

@@ -172,5 +172,5 @@ def test_an_interrupted_run_says_so_and_fails_no_rule(mode, signum, tmp_path):
         if case.find("skipped") is not None
     }
     for rule in in_flight:
-        mark = skipped.get(f"test_block_waits[{rule}]")
+        mark = skipped.get(f"test_blocking::test_block_waits[{rule}]")
         assert mark is not None and "interrupted" in (mark.get("message") or ""), junit.read_text()

@@ -26,11 +26,11 @@ from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
-    group.addoption("--report-json", default=None)
-    group.addoption("--expected-failures", default=None)
+    group.addoption("--report-json", dest="mcphc_report_json", default=None)
+    group.addoption("--expected-failures", dest="mcphc_expected_failures", default=None)
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "requirements(*ids): ids")
+    config.addinivalue_line("markers", "mcphc_requirements(*ids): ids")
     plugin = ReportingPlugin(config)
     plugin.set_client(Description(name="fake<host>", version="9.9"))
     config.pluginmanager.register(plugin, "mcp-host-conformance-reporting")
@@ -45,27 +45,27 @@ from mcp_host_conformance.harness.verdicts.outcomes import check
 def broken():
     raise AdapterError("client crashed at start")
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_must_fails():
     check(False, ids="APR-2", expected="status denied", actual="status <completed> \\x1b[2J")
 
-@pytest.mark.requirements("APR-3")
+@pytest.mark.mcphc_requirements("APR-3")
 def test_must_passes(record_property):
     record_property("figure", 3)
 
-@pytest.mark.requirements("RES-1", "RES-7")
+@pytest.mark.mcphc_requirements("RES-1", "RES-7")
 def test_two_rules_setup_fails(broken):
     pass
 
-@pytest.mark.requirements("HARD-1")
+@pytest.mark.mcphc_requirements("HARD-1")
 def test_should_fails():
     check(False, ids="HARD-1", expected="unknown", actual="completed")
 
-@pytest.mark.requirements("NET-1")
+@pytest.mark.mcphc_requirements("NET-1")
 def test_listed_in_the_baseline():
     check(False, ids="NET-1", expected="refused", actual="accepted")
 
-@pytest.mark.requirements("PIN-1")
+@pytest.mark.mcphc_requirements("PIN-1")
 def test_not_applicable():
     pytest.skip("not applicable: profile pinning not claimed by fakehost")
 

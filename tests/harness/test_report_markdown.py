@@ -141,10 +141,10 @@ from mcp_host_conformance.harness.reports.reporting import ReportingPlugin
 
 def pytest_addoption(parser):
     group = parser.getgroup("mcp-host-conformance")
-    group.addoption("--report-markdown", default=None)
+    group.addoption("--report-markdown", dest="mcphc_report_markdown", default=None)
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "requirements(*ids): ids")
+    config.addinivalue_line("markers", "mcphc_requirements(*ids): ids")
     plugin = ReportingPlugin(config)
     plugin.set_client(Description(name="fakehost", version="9.9"))
     config.pluginmanager.register(plugin, "mcp-host-conformance-reporting")
@@ -154,7 +154,7 @@ CASES = """
 import pytest
 from mcp_host_conformance.harness.verdicts.outcomes import check
 
-@pytest.mark.requirements("APR-2")
+@pytest.mark.mcphc_requirements("APR-2")
 def test_must_fails():
     check(False, ids="APR-2", expected="status denied", actual="status completed")
 """
