@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.cases.items import option
+from mcp_host_conformance.harness.cases.items import EXPLORE_SCENARIOS, option
 from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS
 from mcp_host_conformance.harness.explorer.explore import Budget, explore, replay
 from mcp_host_conformance.harness.explorer.scenario import ScenarioError, load
 from mcp_host_conformance.harness.explorer.world import World
-from mcp_host_conformance.harness.plugin.hooks import EXPLORE_SCENARIOS
 from mcp_host_conformance.harness.run.client_under_test import timeout_scale
 from mcp_host_conformance.harness.verdicts.outcomes import Finding, MonitorFailure
 from mcp_host_conformance.harness.verdicts.safe_text import inline

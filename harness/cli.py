@@ -39,6 +39,8 @@ from typing import Any, Final, NoReturn
 import pytest
 
 from mcp_host_conformance.harness.cases.items import (
+    EXPLORE_SCENARIOS,
+    EXPLORE_SEED,
     SUITE_PACKAGE,
     case_id,
     flag,
@@ -241,6 +243,20 @@ def _parser() -> argparse.ArgumentParser:
         "--run-slow",
         action="store_true",
         help="also run the cases that wait for real default timeouts",
+    )
+    run.add_argument(
+        "--explore-scenarios",
+        type=int,
+        metavar="N",
+        help="the explorer's case runs N generated scenarios (docs/explorer.md; default "
+        f"{EXPLORE_SCENARIOS}, the same ones on every run; 0 skips it). For a longer "
+        "exploration, use the explore command",
+    )
+    run.add_argument(
+        "--explore-seed",
+        type=int,
+        metavar="N",
+        help=f"the seed of the explorer's case (default {EXPLORE_SEED})",
     )
     pace = run.add_mutually_exclusive_group()
     pace.add_argument(
@@ -472,6 +488,10 @@ def build_run_args(options: argparse.Namespace, extra: Sequence[str] = ()) -> li
         args.append("--strict")  # pytest's own flag; the plugin reads it (docs/harness-contract.md)
     if options.run_slow:
         args.append(flag("run_slow"))
+    if options.explore_scenarios is not None:
+        args += [flag("explore_scenarios"), str(options.explore_scenarios)]
+    if options.explore_seed is not None:
+        args += [flag("explore_seed"), str(options.explore_seed)]
     if options.timeout_scale is not None:
         args += [flag("timeout_scale"), f"{options.timeout_scale:g}"]
     if workers:

@@ -23,6 +23,8 @@ from typing import Final, TypeVar
 import pytest
 
 __all__ = [
+    "EXPLORE_SCENARIOS",
+    "EXPLORE_SEED",
     "MARK_EXPLORER",
     "MARK_NEEDS_CANCEL",
     "MARK_PROFILE",
@@ -49,6 +51,9 @@ MARK_PROFILE: Final = f"{PREFIX}_profile"
 MARK_SLOW: Final = f"{PREFIX}_slow"
 MARK_NEEDS_CANCEL: Final = f"{PREFIX}_needs_cancel"
 MARK_EXPLORER: Final = f"{PREFIX}_explorer"
+# The explorer case's budget in every run: small, and the same scenarios on every run
+EXPLORE_SCENARIOS: Final = 6
+EXPLORE_SEED: Final = 1
 SUITE_PACKAGE: Final = "mcp_host_conformance.conformance"
 
 

@@ -28,6 +28,8 @@ import pytest
 
 from mcp_host_conformance.harness.cases.hostrun import RefusedAtAdd, Timeouts
 from mcp_host_conformance.harness.cases.items import (
+    EXPLORE_SCENARIOS,
+    EXPLORE_SEED,
     MARK_EXPLORER,
     MARK_NEEDS_CANCEL,
     MARK_PROFILE,
@@ -82,8 +84,6 @@ from mcp_host_conformance.harness.verdicts.requirements import REQUIREMENTS, rep
 from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 GROUP: Final = "mcp-host-conformance"
-EXPLORE_SCENARIOS: Final = 6  # the small budget every run explores
-EXPLORE_SEED: Final = 1
 EXPLORE_SHRINK: Final = 12
 REPORTING: Final = "mcp-host-conformance-reporting"
 
