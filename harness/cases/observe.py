@@ -6,9 +6,10 @@ every mock serves in each tool's description and schema: it is there whatever na
 or place (a top-level function, a function inside a Responses `namespace` tool) the host
 chose. Only the EXP rules, whose subject is the naming and labelling, then check the name
 and the label `[MCP server S, tool T]` of what was found. A call's status is read the way
-the host states it (`stated_status`), never from a bare word; and a status is presentation:
-an output that states none is judged on each rule's substance, and only a stated status
-that contradicts what happened (`status_contradiction`) fails a rule for the status. These
+the host states it (`stated_status`), never from a bare word. A stated status that
+contradicts what happened (`status_contradiction`) fails every rule; an output that states
+none fails only the rules that give a status (RES-1, RES-5 to RES-9: `status_not_conveyed`),
+and every rule's substance is judged apart from it (the catalog's RES decision). These
 are pure functions of the mock model's journal entries and request bodies (see
 `mcp_host_conformance.mocks.responses.bodies` for the body readers). The mock model speaks
 the Responses API, Chat Completions and Anthropic Messages; a request of any of them is
@@ -71,6 +72,7 @@ __all__ = [
     "shows_status",
     "stated_status",
     "status_contradiction",
+    "status_not_conveyed",
     "status_problem",
     "status_text",
     "stays_quiet",
@@ -239,11 +241,12 @@ STATUS_WORDS: Final[tuple[CallStatus, ...]] = STATUSES
 _ANY_STATUS = "|".join(STATUS_WORDS)
 # The catalog's framing, as the seed shows it: `[Tool result: completed]`.
 _FRAMING = re.compile(rf"\[\s*tool\s+result\s*:\s*({_ANY_STATUS})\s*\]", re.IGNORECASE)
-# A status phrase: the word "status" (maybe quoted, maybe "status of this call") then
-# `:`, `=`, "is" or "was", then the status: `Status: unknown`, `"status": "denied"`,
-# `status=failed`, "The status of this call is unknown".
+# A status phrase: the word "status" or "outcome" (maybe quoted, maybe "status of this
+# call") then `:`, `=`, "is" or "was", then the status: `Status: unknown`, `"status":
+# "denied"`, `status=failed`, "The status of this call is unknown", "The outcome of this
+# call is unknown" (a status in words, as the RES decision counts it).
 _PHRASE = re.compile(
-    rf"(?<![\w-])status[\"'`]?(?:\s+of\s+[^\n.:;=]{{1,60}}?)?\s*(?:[:=]|\bis\b|\bwas\b)\s*"
+    rf"(?<![\w-])(?:status|outcome)[\"'`]?(?:\s+of\s+[^\n.:;=]{{1,60}}?)?\s*(?:[:=]|\bis\b|\bwas\b)\s*"
     rf"[\"'`]?({_ANY_STATUS})(?![\w-])",
     re.IGNORECASE,
 )
@@ -307,6 +310,21 @@ def status_contradiction(output: object, *happened: str) -> str | None:
         f"the model received {output_text(output)[:200]!r}, stating status {stated}, "
         f"not {' or '.join(happened)}"
     )
+
+
+def status_not_conveyed(output: object, *happened: str) -> str | None:
+    """Why an output does not convey the status of what happened (one of `happened`): it
+    states none (no framing, field, phrase or the host's declared words) or another; None
+    when it states one of them. The rules that give a status (RES-1, RES-5 to RES-9) fail
+    when the model cannot tell it; the others never fail for the status alone (the catalog's
+    RES decision)."""
+    if stated_status(output) is None:
+        return (
+            f"the model received {output_text(output)[:200]!r}, which states no status: "
+            f"{' or '.join(happened)} is not conveyed (the substance may hold; the status does "
+            "not)"
+        )
+    return status_contradiction(output, *happened)
 
 
 def reply_calls(model: ModelService) -> list[list[dict[str, Any]]]:

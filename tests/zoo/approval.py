@@ -269,9 +269,10 @@ CLIENTS = [
         "trusts-read-only-after-approval",
         "Once a readOnlyHint: true tool is approved, its later calls in the session are not "
         "confirmed.",
-        # APR-2: a later call of the trusted tool, answered no, is sent (monitor refusal-sends-
-        # nothing)
-        {"APR-3", "APR-2"},
+        # APR-1: a later call of the trusted tool rides on the first one's yes, after answers
+        # that refused other calls (monitor refusal-sends-nothing); none of its refused calls
+        # is sent, so APR-2 holds
+        {"APR-3", "APR-1"},
         (_trust_read_only_once_approved,),
         target="APR-3",
     ),

@@ -482,10 +482,12 @@ CLIENTS = [
     BrokenClient(
         "outputs-sent-twice",
         "Records every function_call_output twice.",
-        # Every RES case but RES-2/3 checks that its call has exactly one output (RES-12's
-        # is a precondition under the rule that makes its calls unknown: RES-6/7/8).
+        # Every RES case checks that its call has exactly one output (RES-12's is a
+        # precondition under the rule that makes its calls unknown: RES-6/7/8).
         {
             "RES-1",
+            "RES-2",
+            "RES-3",
             "RES-4",
             "RES-5",
             "RES-6",

@@ -237,7 +237,11 @@ VARIANTS = [
     AcceptedVariant(
         "states-no-status",
         "Hands the model each call's output as it came, with no status word (the person is "
-        "still shown each status), as pydantic-ai does.",
+        "still shown each status), as pydantic-ai does: where an output does not say its "
+        "status in words (a completed or failed call; an unknown one still says 'the outcome "
+        "of this call is unknown'), the rules that give that status fail (RES-1, RES-5, and "
+        "RES-7 and RES-8 for their completed calls), as the catalog's RES decision says; no "
+        "other rule does, every rule's substance holding.",
         frozenset(),
         (_no_status_to_the_model,),
         exercises=frozenset(
@@ -257,6 +261,7 @@ VARIANTS = [
                 "RETRY-1",
             }
         ),
+        breaks=frozenset({"RES-1", "RES-5", "RES-7", "RES-8"}),
     ),
     AcceptedVariant(
         "asks-with-a-menu",
