@@ -50,6 +50,7 @@ from mcp_host_conformance.harness.cases.items import (
 from mcp_host_conformance.harness.reports.progress import CaseLines, asks_for_verbosity
 from mcp_host_conformance.harness.run.client_path import client_path_problem
 from mcp_host_conformance.harness.run.client_under_test import client_unusable
+from mcp_host_conformance.harness.run.closed_output import kept_going
 from mcp_host_conformance.harness.run.loader import (
     ClientChoiceError,
     LoadError,
@@ -638,8 +639,13 @@ def _pytest_run(
         if refused is not None:
             return refused
     run = _RunConfig()
-    with _caller_settings_ignored():
+    with _caller_settings_ignored(), kept_going() as output:
         pytest_status = int(pytest.main(args, plugins=[run, *plugins]))
+    if output.closed_under_us:
+        sys.stderr.write(
+            f"mcp-host-conformance {name}: the standard output was closed during the run "
+            "(its reader went away): what was left to print was dropped\n"
+        )
     status = run_status(
         pytest_status, client_failed=run.config is not None and client_unusable(run.config)
     )
