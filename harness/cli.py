@@ -120,8 +120,9 @@ EXIT_STATUSES: Final = {
     Status.FAILED: "a MUST case failed (a SHOULD case with --strict), or a baseline entry is "
     "stale or unknown",
     Status.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM)",
-    Status.INTERNAL_ERROR: "an internal error of the harness; or --network isolated where the "
-    "machine cannot seal the run",
+    Status.INTERNAL_ERROR: "an internal error of the harness (one of its workers, mocks or its "
+    "name server failed under a case, which is then not run; a report could not be written at "
+    "the end); or --network isolated where the machine cannot seal the run",
     Status.CLIENT_UNUSABLE: "the client could not be loaded or described (a driver: its "
     "handshake failed); no case ran",
     Status.USAGE_ERROR: "a usage error: a bad option (ours or pytest's, after `--`), an empty "

@@ -55,7 +55,6 @@ from mcp_host_conformance.harness.reports.interruption import (
 from mcp_host_conformance.harness.reports.junit import JunitNames
 from mcp_host_conformance.harness.reports.markdown import render_markdown
 from mcp_host_conformance.harness.reports.report_files import unwritable_reports, write_report
-from mcp_host_conformance.harness.run.workers import WorkerCrashed
 from mcp_host_conformance.harness.sandbox.network import name_server_stopped
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 from mcp_host_conformance.harness.verdicts.baseline import (
@@ -81,6 +80,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     ConformanceFailure,
     Contribution,
     Finding,
+    HarnessFailure,
     MonitorFailure,
     PreconditionFailure,
     case_outcome,
@@ -637,7 +637,7 @@ class ReportingPlugin:
         if call.excinfo is not None and call.excinfo.errisinstance(KeyboardInterrupt):
             phase = SKIPPED  # the run was stopped (Ctrl-C, SIGTERM): nothing was learnt
             _set_property(item, P_REASON, reason_for(interrupted_by(call.excinfo.value)))
-        elif call.excinfo is not None and call.excinfo.errisinstance(WorkerCrashed):
+        elif call.excinfo is not None and call.excinfo.errisinstance(HarnessFailure):
             phase = self._harness_failed(report, item, cid, str(call.excinfo.value))
         elif report.failed and report.when == "call" and MONITOR_VERDICT in item.stash:
             phase = self._monitors_only(report, item, cid, item.stash[MONITOR_VERDICT])
@@ -667,8 +667,9 @@ class ReportingPlugin:
     def _harness_failed(
         self, report: pytest.TestReport, item: pytest.Item, cid: str, why: str
     ) -> str:
-        """The harness itself failed under the case (its worker died): nothing was learnt of
-        the host, so the case is not run, not failed, and the run ends as an internal error."""
+        """The harness itself failed under the case (its worker died, its mock stopped):
+        nothing was learnt of the host, so the case is not run, not failed, and a run that
+        passed ends as an internal error."""
         reason = f"harness error: {why}"
         _set_property(item, P_REASON, _kept(reason))
         report.outcome = "skipped"

@@ -88,7 +88,7 @@ def kept_going() -> Iterator[ClosedOutput]:
     the block; what is yielded says whether either was (`closed_under_us`)."""
     out, err = sys.stdout, sys.stderr
     wrapped, wrapped_err = ClosedOutput(out), ClosedOutput(err)
-    sys.stdout, sys.stderr = wrapped, wrapped_err  # type: ignore[assignment]  # text streams
+    sys.stdout, sys.stderr = wrapped, wrapped_err
     try:
         yield wrapped
     finally:

@@ -7,14 +7,20 @@ run's process group is empty afterwards:
 
 - a forked worker killed (SIGKILL) while its case runs: the case was not run by the harness's
   fault (skipped, "harness error: ..."), not failed; exit status 3 (internal error);
-- a mock the case started dying under it: what the harness can and cannot tell (see the test);
+- a mock the case served (an HTTP mock's server thread) stopping by itself under the case:
+  the case is a harness error, not run, whatever it saw; the same case with its mock alive
+  fails the host. A stdio mock is the host's own child: its death is the host's to handle
+  (cases stop servers on purpose), and one killed from outside is indistinguishable from a
+  server that crashed, so no test claims the harness can tell;
 - the sealed network's name server dying mid-run (`--network isolated`): the rebinding case
-  cannot exercise the rebinding and says not observable, never a PRIV-1 failure;
+  cannot exercise the rebinding and says not observed, never a PRIV-1 failure, and the run
+  says its name server stopped and ends with exit status 3;
 - the report directory full (a 64 KiB tmpfs in a mount namespace of the run's own): one line
   says the report was not written, no traceback, the terminal summary still printed, exit
   status 3;
-- stdout a pipe: a slow reader (the run waits on each full pipe and goes on, same verdicts),
-  and a reader that goes away (the run ends at once, no traceback).
+- stdout a pipe: a reader that goes away (`run | head`: the rest of the output is dropped,
+  the run finishes and writes its reports, one line on stderr, no traceback), a slow reader
+  (the run waits on each full pipe and goes on, same verdicts).
 
 A pipe nobody ever reads and nobody closes stops the run at its next write, as it stops any
 program: the run cannot end on its own then (its writes are the terminal's). SIGTERM still
@@ -163,6 +169,59 @@ def test_a_worker_killed_mid_case_fails_no_rule_of_the_host(tmp_path):
     assert data["requirements"]["APR-1"]["outcome"] not in ("failed", "passed")
     assert "failed" not in {case["outcome"] for case in data["cases"]}
     assert "the harness failed" in output and "Traceback" not in output
+
+
+# ---- a mock dying under its case -------------------------------------------------------------
+
+# A case whose HTTP mock stops under it (its server's loop ends, as a crash of its thread
+# would, not closed by the case): the host cannot reach it, and the case's check fails, as a
+# real case's would on a host that never listed the mock's tools. Another case keeps its mock.
+MOCK_CASES = """
+import pytest
+
+from mcp_host_conformance.harness.verdicts.outcomes import check
+from mcp_host_conformance.mocks.spec import ServerSpec, Tool
+
+
+def _served(http_mock):
+    mock = http_mock(ServerSpec(name="faulty", tools=[Tool(name="echo")]))
+    assert mock.url
+    return mock
+
+
+@pytest.mark.mcphc_requirements("CFG-1")
+def test_fault_mock_dies(host, http_mock):
+    mock = _served(http_mock)
+    host.start()
+    loop = mock._server.loop
+    loop.call_soon_threadsafe(loop.stop)  # the mock's server thread ends under the case
+    mock._server._thread.join(30)
+    check(False, ids="CFG-1", expected="the host listed the mock's tools", actual="it did not")
+
+
+@pytest.mark.mcphc_requirements("CFG-1")
+def test_fault_mock_lives(host, http_mock):
+    _served(http_mock)
+    host.start()
+    check(False, ids="CFG-1", expected="the host listed the mock's tools", actual="it did not")
+"""
+
+
+def test_a_mock_dying_under_its_case_fails_no_rule_of_the_host(tmp_path):
+    cases = _cases(tmp_path, MOCK_CASES)
+    report = tmp_path / "r.json"
+    argv = _argv(cases, "--serial", select="test_fault_", report=report)
+    with _started(argv, tmp_path, _env(tmp_path)) as run:
+        output = run.communicate(timeout=BOUND)[0]
+    data = json.loads(report.read_text())
+    outcomes = {case["id"]: case for case in data["cases"]}
+    died = outcomes["test_faults::test_fault_mock_dies"]
+    assert died["outcome"] == "skipped", died
+    assert died["reason"].startswith("harness error: ") and "faulty" in died["reason"], died
+    # the same check with its mock alive is the host's failure: the fault made the difference
+    assert outcomes["test_faults::test_fault_mock_lives"]["outcome"] == "failed"
+    assert run.returncode == Status.FAILED, output[-3000:]
+    assert "the harness failed under test_faults::test_fault_mock_dies" in output
 
 
 # ---- the report directory full ---------------------------------------------------------------
