@@ -50,6 +50,7 @@ from mcp_host_conformance.harness.cases.items import (
 from mcp_host_conformance.harness.reports.progress import CaseLines, asks_for_verbosity
 from mcp_host_conformance.harness.run.client_path import client_path_problem
 from mcp_host_conformance.harness.run.client_under_test import client_unusable
+from mcp_host_conformance.harness.run.closed_output import kept_going
 from mcp_host_conformance.harness.run.loader import (
     ClientChoiceError,
     LoadError,
@@ -119,8 +120,9 @@ EXIT_STATUSES: Final = {
     Status.FAILED: "a MUST case failed (a SHOULD case with --strict), or a baseline entry is "
     "stale or unknown",
     Status.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM)",
-    Status.INTERNAL_ERROR: "an internal error of the harness; or --network isolated where the "
-    "machine cannot seal the run",
+    Status.INTERNAL_ERROR: "an internal error of the harness (one of its workers, mocks or its "
+    "name server failed under a case, which is then not run; a report could not be written at "
+    "the end); or --network isolated where the machine cannot seal the run",
     Status.CLIENT_UNUSABLE: "the client could not be loaded or described (a driver: its "
     "handshake failed); no case ran",
     Status.USAGE_ERROR: "a usage error: a bad option (ours or pytest's, after `--`), an empty "
@@ -638,8 +640,13 @@ def _pytest_run(
         if refused is not None:
             return refused
     run = _RunConfig()
-    with _caller_settings_ignored():
+    with _caller_settings_ignored(), kept_going() as output:
         pytest_status = int(pytest.main(args, plugins=[run, *plugins]))
+    if output.closed_under_us:
+        sys.stderr.write(
+            f"mcp-host-conformance {name}: the standard output was closed during the run "
+            "(its reader went away): what was left to print was dropped\n"
+        )
     status = run_status(
         pytest_status, client_failed=run.config is not None and client_unusable(run.config)
     )

@@ -135,6 +135,11 @@ class LoopServer:
         finally:
             loop.close()
 
+    @property
+    def died(self) -> bool:
+        """Whether it stopped serving by itself: started, not closed, its thread ended."""
+        return self._thread is not None and not self._thread.is_alive()
+
     def close(self) -> None:
         loop, thread = self.loop, self._thread
         if loop is None or thread is None:
@@ -284,6 +289,12 @@ class ServedMock:
             self._server = server
             self._started(server)
         return self
+
+    @property
+    def died(self) -> bool:
+        """Whether its server stopped by itself (not closed): whatever a client did with it
+        since was not the client's doing."""
+        return self._server is not None and self._server.died
 
     def close(self) -> None:
         if self._server is not None:

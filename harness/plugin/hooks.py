@@ -77,6 +77,7 @@ from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa:
 from mcp_host_conformance.harness.verdicts.outcomes import (
     NOT_APPLICABLE_PREFIX,
     Finding,
+    HarnessFailure,
     MonitorFailure,
     skip_outcome,
 )
@@ -342,6 +343,9 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         _monitors_fail(item, MonitorFailure(exc.findings))
     except BaseException as exc:
         own = exc
+    died = _mocks_died(item)
+    if died:  # what the case saw, pass or fail, is the dead mock's doing, not the host's
+        raise HarnessFailure(f"the harness's mock {died} stopped during the case") from own
     findings = watch_case(item)
     if isinstance(own, pytest.skip.Exception) and findings:
         reason = str(own.msg)
@@ -351,6 +355,18 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if findings:
         _monitors_fail(item, MonitorFailure(findings))
     return result
+
+
+def _mocks_died(item: pytest.Item) -> str:
+    """The names of the case's served mocks that stopped by themselves, or ''."""
+    case = getattr(item, "funcargs", {}).get("case")
+    if not is_case(item) or not isinstance(case, Case):
+        return ""
+    return ", ".join(
+        inline(str(getattr(getattr(mock, "spec", None), "name", None) or type(mock).__name__))
+        for mock in case.mocks
+        if getattr(mock, "died", False)
+    )
 
 
 def _monitors_fail(item: pytest.Item, failure: MonitorFailure) -> None:

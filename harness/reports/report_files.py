@@ -6,14 +6,15 @@ whole run, as a traceback that also loses the summary. `unwritable_reports` look
 report path of the run (`--report-json`, `--report-html`, `--report-markdown`, and pytest's
 `--junitxml`) before any case runs and says what is wrong with the first bad one in one
 line; it creates nothing.
-At the end `write_report` writes one report and says why it could not (a full disk), so the
-reporting can print one line and keep the summary. The decisions are plain functions of a
-path and the file system.
+At the end `write_report` writes one report and says why it could not (a full disk; what it
+had written is removed), so the reporting can print one line and keep the summary. The
+decisions are plain functions of a path and the file system.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -76,9 +77,16 @@ def unwritable_reports(config: pytest.Config, *, junit: bool) -> str | None:
 
 
 def write_report(path: str, text: str) -> str | None:
-    """Write `text` to `path` (UTF-8); None, or why it could not be written."""
+    """Write `text` to `path` (UTF-8); None, or why it could not be written. A plain file
+    cut short (the disk filled while writing) is removed: a reader must not take half a
+    report for the run's."""
     try:
         Path(path).write_text(text, "utf-8")
     except OSError as exc:
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):  # never a device (/dev/full) or a link
+                os.unlink(path)
+        except OSError:  # nothing was made, or it cannot be removed either: said the same
+            pass
         return exc.strerror or str(exc)
     return None

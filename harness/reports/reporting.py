@@ -55,6 +55,7 @@ from mcp_host_conformance.harness.reports.interruption import (
 from mcp_host_conformance.harness.reports.junit import JunitNames
 from mcp_host_conformance.harness.reports.markdown import render_markdown
 from mcp_host_conformance.harness.reports.report_files import unwritable_reports, write_report
+from mcp_host_conformance.harness.sandbox.network import name_server_stopped
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 from mcp_host_conformance.harness.verdicts.baseline import (
     DESELECTED,
@@ -79,6 +80,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import (
     ConformanceFailure,
     Contribution,
     Finding,
+    HarnessFailure,
     MonitorFailure,
     PreconditionFailure,
     case_outcome,
@@ -570,6 +572,7 @@ class ReportingPlugin:
                 JunitNames(config, self._client, _case_of), "mcp-host-conformance-junit"
             )
         self.unwritten: dict[str, str] = {}  # option -> why its report could not be written
+        self.harness_failed: list[str] = []  # how the harness itself failed, a line each
         self._running: dict[str, _Accumulating] = {}
         self._collected: dict[str, CaseRecord] = {}
         self.report: dict[str, Any] | None = None
@@ -634,6 +637,8 @@ class ReportingPlugin:
         if call.excinfo is not None and call.excinfo.errisinstance(KeyboardInterrupt):
             phase = SKIPPED  # the run was stopped (Ctrl-C, SIGTERM): nothing was learnt
             _set_property(item, P_REASON, reason_for(interrupted_by(call.excinfo.value)))
+        elif call.excinfo is not None and call.excinfo.errisinstance(HarnessFailure):
+            phase = self._harness_failed(report, item, cid, str(call.excinfo.value))
         elif report.failed and report.when == "call" and MONITOR_VERDICT in item.stash:
             phase = self._monitors_only(report, item, cid, item.stash[MONITOR_VERDICT])
         elif report.skipped:
@@ -658,6 +663,19 @@ class ReportingPlugin:
             report.conformance_outcome = phase  # type: ignore[attr-defined]  # ours, on pytest's
         _carry(item, report)
         return report
+
+    def _harness_failed(
+        self, report: pytest.TestReport, item: pytest.Item, cid: str, why: str
+    ) -> str:
+        """The harness itself failed under the case (its worker died, its mock stopped):
+        nothing was learnt of the host, so the case is not run, not failed, and a run that
+        passed ends as an internal error."""
+        reason = f"harness error: {why}"
+        _set_property(item, P_REASON, _kept(reason))
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), 0, reason)
+        self.harness_failed.append(f"the harness failed under {inline(cid)} (not run): {why}")
+        return SKIPPED
 
     def _record_findings(self, item: pytest.Item, cid: str, findings: list[Finding]) -> bool:
         """Keep the monitors' findings with their outcomes (a rule's level, the baseline);
@@ -815,6 +833,13 @@ class ReportingPlugin:
             for case in self.cases
             for finding in case.monitors
         ]
+        if name_server_stopped():
+            self.harness_failed.append(
+                "the sealed network's name server stopped during the run: the names cases "
+                "looked up after that went unanswered (their cases say not observed)"
+            )
+        if self.harness_failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         stale: list[str] = []
         unknown: list[str] = []
         if self.baseline is not None:
@@ -849,7 +874,9 @@ class ReportingPlugin:
 
     def _write(self, session: pytest.Session, flag: str, path: str, text: str) -> None:
         """Write a report; if it cannot be (a full disk), one line for the summary, and a run
-        that passed fails (pytest's usage error), since what it was asked for is missing."""
+        that passed ends as the harness's internal error (what it was asked for is missing,
+        and not for anything the host did); the reports still to come and the summary say
+        that exit status, not the one the run had before."""
         problem = write_report(path, text)
         if problem is None:
             return
@@ -857,7 +884,9 @@ class ReportingPlugin:
             f"mcp-host-conformance: {flag} {inline(path)}: not written: {problem}; the run fails"
         )
         if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            if self.report is not None:
+                self.report["summary"].update(passed=False, exit_status=int(session.exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.report is None:
@@ -874,5 +903,7 @@ class ReportingPlugin:
         summary = option(self.config, "report_markdown", None)
         if summary and "--report-markdown" not in self.unwritten:
             terminalreporter.write_line(f"Markdown summary: {inline(summary)}")
+        for line in self.harness_failed:
+            terminalreporter.write_line(f"mcp-host-conformance: {line}", red=True)
         for line in self.unwritten.values():
             terminalreporter.write_line(line, red=True)

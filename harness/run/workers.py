@@ -13,7 +13,8 @@ module's or the session's stays up while the next case needs it), runs the case 
 pytest's whole protocol, and sends its reports (`pytest_report_to_serializable`, as xdist
 does) and warnings to the parent, which replays them to its own hooks: the terminal, the
 JSON report, `-x` and the exit status are the parent's, as in a serial run. A worker that
-dies mid-case (a crash, a kill) fails that case with the reason, the case it held next goes
+dies mid-case (a crash, a kill) ends that case as a harness error (WorkerCrashed: not run, no
+rule failed; the run's exit status is 3), the case it held next goes
 back to the queue and a new worker takes its place (at most N times a run).
 
 Interruption is the parent's to decide: a worker ignores Ctrl-C's SIGINT (a Python handler,
@@ -57,6 +58,7 @@ from typing import Any, Final
 import pytest
 
 from mcp_host_conformance.harness.cases.items import flag, option
+from mcp_host_conformance.harness.verdicts.outcomes import HarnessFailure
 
 __all__ = ["WorkerCrashed", "add_option", "check_options", "pytest_runtestloop"]
 
@@ -70,7 +72,7 @@ _HELD_BACK: Final = (signal.SIGINT, signal.SIGTERM)
 _unwinding = False  # in a worker: it is stopping already, a second interruption is not news
 
 
-class WorkerCrashed(Exception):
+class WorkerCrashed(HarnessFailure):
     """The worker running a case ended before the case did."""
 
 

@@ -36,6 +36,7 @@ import stat
 import struct
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ __all__ = [
     "Network",
     "SealError",
     "is_local",
+    "name_server_stopped",
     "observe",
     "seal",
 ]
@@ -82,6 +84,7 @@ RESOLV_FILE = Path("/etc/resolv.conf")
 # bound while sealing (port 53 needs the privilege the sealing has) and served by the run's
 # process (`serve_dns`) or by a child beside the command `main` runs.
 _DNS_SOCKET: socket.socket | None = None
+_DNS_SERVER: tuple[int, threading.Thread] | None = None  # the pid serving, and its thread
 _HOSTS_MARK = "# mcp-host-conformance sealed network"
 
 # Why a run is not sealed, handed from the process that tried to the ones that report.
@@ -493,11 +496,21 @@ def serve_dns() -> bool:
     global _DNS_SOCKET
     from mcp_host_conformance.harness.sandbox import dns_stub
 
+    global _DNS_SERVER
     sock, _DNS_SOCKET = _DNS_SOCKET, None
     if sock is None:
         return False
-    dns_stub.serve_in_thread(sock)
+    _DNS_SERVER = (os.getpid(), dns_stub.serve_in_thread(sock))
     return True
+
+
+def name_server_stopped() -> bool:
+    """Whether this process served the sealed network's name server (`serve_dns`) and its
+    thread has ended: every lookup after that went unanswered, the harness's fault, not the
+    host's. False in a process forked from it (the thread is the parent's)."""
+    return (
+        _DNS_SERVER is not None and _DNS_SERVER[0] == os.getpid() and not _DNS_SERVER[1].is_alive()
+    )
 
 
 def seal() -> Network:

@@ -43,6 +43,7 @@ __all__ = [
     "ConformanceFailure",
     "Contribution",
     "Finding",
+    "HarnessFailure",
     "MonitorFailure",
     "PreconditionFailure",
     "case_outcome",
@@ -106,6 +107,12 @@ def failure_message(ids: Sequence[str], expected: str, actual: str, prefix: str 
     lines.append(f"  expected: {expected}")
     lines.append(f"  actual: {actual}")
     return "\n".join(lines)
+
+
+class HarnessFailure(Exception):
+    """The harness itself failed under a case (the worker running it died, a mock it served
+    stopped): whatever the case saw, nothing was learnt of the host. Reported as a harness
+    error, the case not run; never a failure of the host."""
 
 
 class ConformanceFailure(AssertionError):

@@ -58,3 +58,17 @@ def test_a_directory_without_write_permission(tmp_path):
 def test_a_full_disk_is_said_not_raised():
     assert destination_problem("/dev/full") is None  # looks writable beforehand
     assert write_report("/dev/full", "{}" * 100_000) == os.strerror(28)  # ENOSPC
+
+
+def test_a_report_cut_short_is_removed(tmp_path, monkeypatch):
+    """The disk fills mid-write: no half report is left behind to be read as the run's."""
+    target = tmp_path / "r.json"
+    real = Path.write_text
+
+    def fills_up(self, text, *args, **kwargs):
+        real(self, text[:10], *args, **kwargs)
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(Path, "write_text", fills_up)
+    assert write_report(str(target), "{}" * 100) == os.strerror(28)
+    assert not target.exists()

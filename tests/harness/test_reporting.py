@@ -296,19 +296,20 @@ def test_a_report_path_that_cannot_be_written_stops_the_run_before_any_case(pyte
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 def test_a_report_that_cannot_be_written_at_the_end_keeps_the_summary(pytester):
     """Checked writable before the run, the disk full at its end: one line after the summary
-    (not a traceback instead of it), and the run that passed fails."""
+    (not a traceback instead of it), and the run that passed ends as the harness's internal
+    error, which the summary says rather than the exit status the run had before."""
     result = run(pytester, "--report-json=/dev/full", cases=SHOULD_ONLY)
     text = result.stdout.str()
     assert "INTERNALERROR" not in text + result.stderr.str()
     result.stdout.fnmatch_lines(
         [
-            "conformance run PASSED (exit status 0)",
+            "conformance run FAILED (exit status 3)",
             "mcp-host-conformance: --report-json /dev/full: not written: No space left on device;"
             " the run fails",
         ]
     )
     assert "JSON report: /dev/full" not in text
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
 
 
 # A client that names itself to inject lines: into the summary, and through the JSON report
