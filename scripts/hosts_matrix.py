@@ -155,6 +155,7 @@ def snapshot(report: Mapping[str, Any], key: str) -> dict[str, Any]:
             {
                 "case": case["id"],
                 "requirements": list(case.get("requirements", [])),
+                "failed": list(case.get("failed_requirements") or case.get("requirements", [])),
                 "outcome": case["outcome"],
                 "did": _one_line(did),
             }
@@ -246,12 +247,18 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
 
 def baseline_cases(path: Path) -> set[str]:
     """The case IDs a baseline file lists (requirement IDs and comments left out)."""
-    cases = set()
-    for line in path.read_text("utf-8").splitlines():
-        entry = line.split("#", 1)[0].strip()
-        if "::" in entry:
-            cases.add(entry)
-    return cases
+    return {e for e in _baseline_entries(path) if "::" in e}
+
+
+def baseline_rules(path: Path) -> set[str]:
+    """The requirement IDs a baseline file lists (a rule a monitor saw broken: any case may
+    fail it)."""
+    return {e for e in _baseline_entries(path) if "::" not in e}
+
+
+def _baseline_entries(path: Path) -> list[str]:
+    entries = [line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines()]
+    return [e for e in entries if e]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
