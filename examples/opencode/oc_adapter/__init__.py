@@ -1,0 +1,1 @@
+"""The conformance adapter for opencode (see ../README.md)."""
