@@ -1,0 +1,1 @@
+"""The conformance adapter for fast-agent (see ../README.md)."""
