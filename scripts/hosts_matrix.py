@@ -77,6 +77,19 @@ HOSTS = (
         "example-openai-agents",
         "examples/openai-agents/expected-failures.txt",
     ),
+    HostRun(
+        "pydantic-ai",
+        "pydantic-ai",
+        "example-pydantic-ai",
+        "examples/pydantic-ai/expected-failures.txt",
+    ),
+    HostRun("opencode", "opencode", "example-opencode", "examples/opencode/expected-failures.txt"),
+    HostRun(
+        "fast-agent",
+        "fast-agent",
+        "example-fast-agent",
+        "examples/fast-agent/expected-failures.txt",
+    ),
 )
 CELLS = {
     "passed": "pass",
@@ -180,6 +193,19 @@ def load_snapshots(where: Path = SNAPSHOTS) -> dict[str, dict[str, Any]]:
     return found
 
 
+def evidence_page(host: HostRun) -> Path | None:
+    """A host's evidence page (written by hand), if it has one: each rule it fails, with the
+    line of its own source or the journal excerpt that shows it. The reference host, which
+    fails nothing, has none."""
+    page = SNAPSHOTS / f"{host.key}.md"
+    return page if host.baseline and page.exists() else None
+
+
+def _title(host: HostRun) -> str:
+    """The host's title, linked to its evidence page when it has one (page-relative)."""
+    return f"[{host.title}](hosts/{host.key}.md)" if evidence_page(host) else host.title
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -200,7 +226,9 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
         "host, `.tox/<env>/tmp/report.json`); do not edit by hand. Each column is a host run",
         "through the suite with its own defaults; `FAIL` is a MUST rule it breaks, `warn` a",
         "SHOULD rule, `partial` a rule some of whose cases could not be observed in that run,",
-        "`-` a rule none of whose cases ran there.",
+        "`-` a rule none of whose cases ran there. A host's name links to its evidence page:",
+        "each rule it fails, with the line of the host's own source or the journal excerpt",
+        "that shows it.",
         "",
         "| host | client | tox env | network |",
         "|---|---|---|---|",
@@ -209,14 +237,14 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
         shot = snapshots[host.key]
         client = shot["client"]
         lines.append(
-            f"| {host.title} | `{_label(client['name'])}` {_label(client['version'])} | "
+            f"| {_title(host)} | `{_label(client['name'])}` {_label(client['version'])} | "
             f"`{host.env}` | {_label(shot.get('network') or 'unknown')} |"
         )
     lines += [
         "",
         "## The matrix",
         "",
-        "| requirement | level | " + " | ".join(h.title for h in hosts) + " |",
+        "| requirement | level | " + " | ".join(_title(h) for h in hosts) + " |",
         "|---|---|" + "---|" * len(hosts),
     ]
     for rid, requirement in REQUIREMENTS.items():
@@ -236,6 +264,11 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
         lines.append("")
         if host.note:
             lines += [host.note, ""]
+        if evidence_page(host):
+            lines += [
+                f"Each failed rule with what shows it: [hosts/{host.key}.md](hosts/{host.key}.md).",
+                "",
+            ]
         if not shot["failures"]:
             lines.append("Every case passed.")
         for failure in shot["failures"]:
