@@ -7,8 +7,9 @@ while it runs. Connections are coroutines, not threads: a thousand clients, or a
 that never finish their request (slowloris), cost memory, not a thread each, and never
 block anyone else. A connection that sends nothing is closed after the slow-client bound
 counted from its accept (not the idle timeout), and at most `HttpLimits.max_idle_connections`
-wait for a request at once (one more closes the one that waited longest), so silent
-connections cannot take every slot from the clients that talk. The listen backlog is large
+wait for a request at once (one more closes the one that waited longest; a new connection
+when every slot is taken closes the oldest that never sent a byte), so silent connections
+cannot take every slot from the clients that talk. The listen backlog is large
 (`HttpLimits.backlog`) so a crowd arriving at once is queued, not dropped. What a client
 sends wrong is answered with its status and journalled as a "bad-http" event; a failure
 inside a handler is journalled as "internal-error" and the connection closed: nothing
@@ -88,6 +89,8 @@ class LoopServer:
         self._open = 0
         # the connections waiting for a request's first byte, longest waiting first
         self._waiting: dict[str, Connection] = {}
+        self._evicted: set[str] = set()  # closed by _evict, their slots already given back
+        self._fresh: set[str] = set()  # waiting for their first request's first byte
         self._startup_error: BaseException | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -191,6 +194,11 @@ class LoopServer:
         conn = Connection(f"c{next(self._ids)}", reader, writer)
         self._open += 1
         try:
+            silent = next((c for c in self._waiting if c in self._fresh), None)
+            if self._open > self.limits.max_connections and silent is not None:
+                # a slot held by a connection that never sent a byte goes to one that came
+                # to talk (a client that has spoken keeps its kept-alive connection)
+                self._evict(silent)
             if self._open > self.limits.max_connections:
                 self._event("connection-refused", conn.id, open=self._open - 1)
                 write_response(writer, 503, b"", keep_alive=False)
@@ -205,7 +213,10 @@ class LoopServer:
         except Exception as exc:  # a mock never crashes on what a client sends
             self._event("internal-error", conn.id, error=repr(exc)[:500])
         finally:
-            self._open -= 1
+            if conn.id in self._evicted:
+                self._evicted.discard(conn.id)  # its slot was given back when it was evicted
+            else:
+                self._open -= 1
             if not writer.transport.is_closing():
                 writer.close()
 
@@ -213,8 +224,10 @@ class LoopServer:
         # a new connection gets the slow-client bound from its accept: one that never sends a
         # byte holds its slot no longer than a request may take (not the idle timeout)
         wait = self.limits.request_timeout
+        self._fresh.add(conn.id)
         while True:
             first = await self._first_byte(conn, wait)
+            self._fresh.discard(conn.id)
             if first is None:
                 return
             wait = self.limits.idle_timeout  # kept alive: waiting for its next request
@@ -239,12 +252,19 @@ class LoopServer:
         and the one that waited longest is closed to make room."""
         self._waiting[conn.id] = conn
         while len(self._waiting) > self.limits.max_idle_connections:
-            oldest = next(iter(self._waiting))
-            self._waiting.pop(oldest).writer.transport.abort()
+            self._evict(next(iter(self._waiting)))
         try:
             return await first_byte(conn.reader, wait)
         finally:
             self._waiting.pop(conn.id, None)
+
+    def _evict(self, conn_id: str) -> None:
+        """Close a connection waiting for a request and give its slot back at once (its
+        coroutine ends later, on a loaded machine after the next accept)."""
+        conn = self._waiting.pop(conn_id)
+        conn.writer.transport.abort()
+        self._open -= 1
+        self._evicted.add(conn_id)
 
     async def _refuse(self, conn: Connection, exc: BadRequest) -> None:
         """Answer a bad request and close without losing the answer.

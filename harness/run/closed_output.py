@@ -92,5 +92,13 @@ def kept_going() -> Iterator[ClosedOutput]:
     try:
         yield wrapped
     finally:
+        # What is still buffered is written now, through the wrappers: a reader that went
+        # away after the last write would otherwise fail the interpreter's own flush at exit
+        # (status 120, "Exception ignored ... BrokenPipeError").
+        for stream in (wrapped, wrapped_err):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
         sys.stdout, sys.stderr = out, err
         wrapped.closed_under_us |= wrapped_err.closed_under_us
