@@ -125,12 +125,21 @@ def explore(
     return result
 
 
+# Seconds one finding's shrinking may take, times the timeout scale: a host that hangs in a
+# turn costs the harness's bound on every run, and a budget of runs alone then lasts an hour
+# (the shortest scenario found by then is written; the verdict is the same).
+SHRINK_SECONDS = 120.0
+
+
 def _shrunk(world: World, scenario: Scenario, violation: Violation, index: int, runs: int) -> Found:
     key = violation.key
     # the steps after the one that showed it showed nothing more
     start = replace(scenario, steps=scenario.steps[: max(0, violation.step + 1)])
+    deadline = time.monotonic() + SHRINK_SECONDS * world.timeouts.scale
 
     def shows(candidate: Scenario) -> bool:
+        if time.monotonic() > deadline:
+            return False  # out of time: the cut is not kept, and the rest go as fast
         return world.run(candidate).first(key) is not None
 
     shortest, spent = scenario, 0
