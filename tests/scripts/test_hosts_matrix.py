@@ -169,7 +169,7 @@ def missing_evidence(shot: dict, page: str) -> list[str]:
 
 # Example hosts whose evidence page is still to be written (issue 42): the test fails for them
 # (strict), and passes, failing the run, as soon as a page is there: then drop the name here.
-_NO_PAGE_YET = {"codex", "openai-agents"}
+_NO_PAGE_YET = {"codex"}
 
 
 @pytest.mark.parametrize(
