@@ -64,7 +64,8 @@ def test_the_page_has_a_column_per_host_and_a_line_per_failure():
         ),
     }
     page = hosts_matrix.render(shots)
-    assert "| requirement | level | Reference host | Codex CLI |" in page
+    # a host with an evidence page is named by a link to it
+    assert "| requirement | level | Reference host | [Codex CLI](hosts/codex.md) |" in page
     assert "| RES-6 | MUST | pass | **FAIL** |" in page
     assert "| CFG-1 | MUST | ? | ? |" in page  # absent from a report: not checked there
     assert "- RES-6 `r::t`: a\\|b" in page
@@ -167,25 +168,7 @@ def missing_evidence(shot: dict, page: str) -> list[str]:
     return sorted(failing - rows)
 
 
-# Example hosts whose evidence page is still to be written (issue 42): the test fails for them
-# (strict), and passes, failing the run, as soon as a page is there: then drop the name here.
-_NO_PAGE_YET = {"codex"}
-
-
-@pytest.mark.parametrize(
-    "host",
-    [
-        pytest.param(
-            h,
-            marks=[pytest.mark.xfail(strict=True, reason="evidence page not written")]
-            if h.key in _NO_PAGE_YET
-            else [],
-        )
-        for h in hosts_matrix.HOSTS
-        if h.baseline
-    ],
-    ids=lambda h: h.key,
-)
+@pytest.mark.parametrize("host", [h for h in hosts_matrix.HOSTS if h.baseline], ids=lambda h: h.key)
 def test_every_failed_rule_of_an_example_host_has_its_evidence_row(host):
     """docs/hosts/<host>.md gives each rule the host fails a row saying what shows it (the
     line of the host's source, or a journal excerpt), and the matrix links to the page. A
