@@ -131,43 +131,38 @@ def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -
     )
 
 
+# Each failure of the catalogue as the mock's misbehaviour fields it sets (the two that need
+# more than fields, a stall and a redirect to the run's sink, are in `_misbehaviour`)
+_FAILURES: dict[str, dict[str, object]] = {
+    "http-500-at-call": {"call_http_status": 500},
+    "http-404-at-call": {"call_http_status": 404},
+    "reset-after-call": {"drop_call": "reset"},
+    "close-after-call": {"drop_call": "close"},
+    "garbage-at-call": {"garbage_at": "tools/call"},
+    "over-1-mib-at-call": {"oversize_at": "tools/call"},
+    "over-1-mib-at-list": {"oversize_at": "tools/list"},
+    "polled-call": {"poll_call": "deliver"},
+    "refused-resume": {"poll_call": "refuse-resume"},
+    "stdio-exits-at-call": {"exit_at": "tools/call"},
+    "initialize-error": {"fail_at": "initialize"},
+    "rejects-401": {"reject_status": 401},
+    "stderr-flood": {"stderr_flood": 256 * KIB},
+    "exits-at-once": {"exit_at_once": 1},
+}
+
+
 def _misbehaviour(
     plan: ServerPlan, scale: float, tools: list[Tool], sink: str | None
 ) -> Misbehaviour:
     bad = Misbehaviour()
     failure = plan.failure
-    if failure == "http-500-at-call":
-        bad.call_http_status = 500
-    elif failure == "http-404-at-call":
-        bad.call_http_status = 404
-    elif failure == "reset-after-call":
-        bad.drop_call = "reset"
-    elif failure == "close-after-call":
-        bad.drop_call = "close"
-    elif failure == "garbage-at-call":
-        bad.garbage_at = "tools/call"
-    elif failure == "over-1-mib-at-call":
-        bad.oversize_at = "tools/call"
-    elif failure == "over-1-mib-at-list":
-        bad.oversize_at = "tools/list"
-    elif failure == "polled-call":
-        bad.poll_call = "deliver"
-    elif failure == "refused-resume":
-        bad.poll_call = "refuse-resume"
-    elif failure == "stdio-exits-at-call":
-        bad.exit_at = "tools/call"
-    elif failure == "initialize-error":
-        bad.fail_at = "initialize"
+    if failure in _FAILURES:
+        for attribute, value in _FAILURES[failure].items():
+            setattr(bad, attribute, value)
     elif failure == "initialize-stalls":
         bad.stall.append("initialize")
-    elif failure == "rejects-401":
-        bad.reject_status = 401
     elif failure == "redirects" and sink is not None:
         bad.redirect_status, bad.redirect_to, bad.redirect_at = 307, sink, "*"
-    elif failure == "stderr-flood":
-        bad.stderr_flood = 256 * KIB
-    elif failure == "exits-at-once":
-        bad.exit_at_once = 1
     if plan.timing == "slow":
         bad.delays["tools/call"] = SLOW_CALL * scale
     elif plan.timing == "silent":
