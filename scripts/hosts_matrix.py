@@ -278,22 +278,6 @@ def render(snapshots: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def baseline_cases(path: Path) -> set[str]:
-    """The case IDs a baseline file lists (requirement IDs and comments left out)."""
-    return {e for e in _baseline_entries(path) if "::" in e}
-
-
-def baseline_rules(path: Path) -> set[str]:
-    """The requirement IDs a baseline file lists (a rule a monitor saw broken: any case may
-    fail it)."""
-    return {e for e in _baseline_entries(path) if "::" not in e}
-
-
-def _baseline_entries(path: Path) -> list[str]:
-    entries = [line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines()]
-    return [e for e in entries if e]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else ""
