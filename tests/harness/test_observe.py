@@ -18,6 +18,7 @@ from mcp_host_conformance.harness.cases.observe import (
     reply_calls,
     shows_status,
     status_contradiction,
+    status_not_conveyed,
     status_problem,
     user_texts,
 )
@@ -197,3 +198,14 @@ def test_the_readers_read_chat_and_messages_requests_alike(api):
         ]
         turn = SimpleNamespace(calls=[SimpleNamespace(status="denied")])
         assert status_problem(model, turn, "denied") is None
+
+
+def test_a_status_is_conveyed_only_when_the_output_states_it():
+    """RES-1 and RES-5 to RES-9 (the RES decision): an output stating no status fails them,
+    one stating another fails every rule, a status in words or framing passes."""
+    assert "states no status" in (status_not_conveyed("alpha bravo", "completed") or "")
+    assert "stating status failed" in (
+        status_not_conveyed("[Tool result: failed] boom", "completed") or ""
+    )
+    assert status_not_conveyed("[Tool result: completed] alpha", "completed") is None
+    assert status_not_conveyed("The outcome of this call is unknown: no answer", "unknown") is None
