@@ -42,6 +42,7 @@ from mcp_host_conformance.mocks._http import (
     write_response,
 )
 from mcp_host_conformance.mocks.journal import Entry, Journal
+from mcp_host_conformance.mocks.lateness import tick_loop
 
 START_TIMEOUT = 10.0  # seconds for the loop to start, and for each step of closing it
 JSON_HEADERS = [("content-type", "application/json")]
@@ -133,6 +134,7 @@ class LoopServer:
             loop.close()
             return
         ready.set()
+        tick_loop(loop)  # a loop that runs late is the harness's trouble, not the host's
         try:
             loop.run_forever()
         finally:

@@ -46,6 +46,7 @@ from mcp_host_conformance.harness.run.client_under_test import (
     timeout_scale,
 )
 from mcp_host_conformance.harness.run.orphans import become_subreaper, reap_if_ours
+from mcp_host_conformance.harness.run.starvation import clock_boost
 from mcp_host_conformance.harness.sandbox.network import Network
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
 
@@ -245,11 +246,13 @@ def description(pytestconfig: pytest.Config) -> Description:
     return client_description(pytestconfig)
 
 
-@pytest.fixture(scope="session")
-def timeouts(pytestconfig: pytest.Config) -> Timeouts:
+@pytest.fixture
+def timeouts(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Timeouts:
     """Scaled timeouts: connect 1.5 s and call 1.0 s given to the client, wait 5 s for journal
-    waits, grace 0.3 s to watch for what must not happen; all times --timeout-scale."""
-    return Timeouts.scaled(timeout_scale(pytestconfig))
+    waits, grace 0.3 s to watch for what must not happen; all times --timeout-scale (and
+    three times that when a case runs again after failing on a starved clock:
+    `harness.run.starvation`)."""
+    return Timeouts.scaled(timeout_scale(pytestconfig) * clock_boost(request.node))
 
 
 @pytest.fixture(scope="session")

@@ -71,11 +71,19 @@ from mcp_host_conformance.harness.run.client_under_test import (
     prepare,
     timeout_scale,
 )
+from mcp_host_conformance.harness.run.starvation import (  # noqa: F401 - the hook
+    clock_boost,
+    inconclusive,
+    pytest_runtest_protocol,
+    verdict_of,
+)
 from mcp_host_conformance.harness.run.workers import add_option as add_workers_option
 from mcp_host_conformance.harness.run.workers import check_options as check_workers_options
 from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa: F401 - the hook
 from mcp_host_conformance.harness.verdicts.outcomes import (
     NOT_APPLICABLE_PREFIX,
+    NOT_OBSERVABLE_PREFIX,
+    ConformanceFailure,
     Finding,
     HarnessFailure,
     MonitorFailure,
@@ -347,6 +355,12 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if died:  # what the case saw, pass or fail, is the dead mock's doing, not the host's
         raise HarnessFailure(f"the harness's mock {died} stopped during the case") from own
     findings = watch_case(item)
+    failed = _failed_rules(item, own, findings)
+    verdict_of(item, failed)
+    why = inconclusive(item, failed) if failed else ""
+    if why:  # a second attempt failed otherwise, on a clock starved again: no verdict
+        item.stash[FINDINGS] = []
+        raise pytest.skip.Exception(f"{NOT_OBSERVABLE_PREFIX}{why}") from own
     if isinstance(own, pytest.skip.Exception) and findings:
         reason = str(own.msg)
         _monitors_fail(item, MonitorFailure(findings, own=skip_outcome(reason), reason=reason))
@@ -355,6 +369,19 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if findings:
         _monitors_fail(item, MonitorFailure(findings))
     return result
+
+
+def _failed_rules(
+    item: pytest.Item, own: BaseException | None, findings: list[Finding]
+) -> frozenset[str]:
+    """The rules a case's attempt failed: those its failure names (else its own), and those
+    its monitors' findings name."""
+    failed = {finding.rule for finding in findings}
+    if isinstance(own, ConformanceFailure):
+        failed.update(own.ids)
+    elif own is not None and not isinstance(own, pytest.skip.Exception):
+        failed.update(requirement_ids(item))
+    return frozenset(failed)
 
 
 def _mocks_died(item: pytest.Item) -> str:
@@ -384,7 +411,7 @@ def watch_case(item: pytest.Item) -> list[Finding]:
     if not is_case(item) or not isinstance(case, Case) or option(item.config, "no_monitors", False):
         return []
     case.stop_hosts()
-    grace = max(1.0, 3 * Timeouts.scaled(timeout_scale(item.config)).grace)
+    grace = max(1.0, 3 * Timeouts.scaled(timeout_scale(item.config) * clock_boost(item)).grace)
     description = client_description(item.config)
     # a host with OAuth that claims no profile for it: what watches a host without OAuth
     # (CRED-6) stands aside, as its case does

@@ -347,6 +347,8 @@ def test_a_hanging_client_fails_its_case_and_the_run_goes_on(sandbox: pytest.Pyt
         """
         @pytest.mark.mcphc_requirements("APR-1")
         def test_hang(host):
+            import fakeclient
+            fakeclient.BLOCK.clear()  # hangs again if it runs again (a starved first attempt)
             running = host.start()
             try:
                 running.ask("hang")

@@ -1,0 +1,165 @@
+"""A starved machine is not a slow host: a case that failed while the harness's own clock ran
+late is run again with a scaled clock, and judged inconclusive if it is starved again.
+
+Why: beside other work (a loaded CI runner, the self-test's many runs on 2 cores) a correct
+host misses a bound because nobody ran it, and a timing verdict read then blames the host for
+the machine (seen: DISC-3, DISC-7 and RES-6 failed by clients that keep them, at load 20).
+
+How: a clock thread in each run process ticks every TICK seconds and notes how late each
+tick came, beside the mocks' loops (`mocks.lateness`): the worst lateness of a case's attempt
+is how long the harness itself stood still while it timed the host. A case that failed (or
+warned) while that exceeded STARVED_AT seconds times the timeout scale (never less than
+STARVED_AT) runs once more, its timeouts BOOST times larger (`clock_boost`, read by the
+`timeouts` fixture); the first attempt's reports are dropped. The second attempt's verdict
+stands if it passes, if it failed the same rules as the first (a failure that does not move
+with the clock is no timing verdict), or if the clock kept time; a different failure on a
+clock starved again is inconclusive: the case is not observed, with why (`inconclusive`,
+raised by the plugin where the case's own verdict is made), and fails no rule. A run that
+was never starved runs each case once, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Final
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+from mcp_host_conformance.harness.cases.items import is_case
+from mcp_host_conformance.harness.run.client_under_test import timeout_scale
+from mcp_host_conformance.harness.verdicts.outcomes import FAILED, WARNING
+from mcp_host_conformance.mocks.lateness import LATENESS, TICK, Lateness
+
+__all__ = [
+    "BOOST",
+    "SECOND_ATTEMPT",
+    "STARVED_AT",
+    "clock_boost",
+    "inconclusive",
+    "pytest_runtest_protocol",
+    "verdict_of",
+]
+
+STARVED_AT: Final = 0.25  # seconds of standing still, times the timeout scale: starved
+BOOST: Final = 3.0  # the second attempt's timeouts, times the run's
+SECOND_ATTEMPT: Final = "second_attempt"  # the case's figure that says it ran twice, and why
+
+_ATTEMPT = pytest.StashKey["Attempt"]()
+_VERDICT = pytest.StashKey[frozenset[str]]()
+_clock: dict[str, object] = {}  # the clock thread of this process: {"pid": ..., "thread": ...}
+
+
+class Attempt:
+    """The second attempt of a case: its boost, and what the first one saw."""
+
+    def __init__(self, first_verdict: frozenset[str], first_late: float) -> None:
+        self.boost = BOOST
+        self.first_verdict = first_verdict
+        self.first_late = first_late
+
+
+def _tick(into: Lateness) -> None:
+    while True:
+        due = time.monotonic() + TICK
+        time.sleep(TICK)
+        into.note(max(0.0, time.monotonic() - due))
+
+
+def start_clock(into: Lateness = LATENESS) -> None:
+    """The clock thread of this process (again after a fork: threads do not survive one)."""
+    if _clock.get("pid") == os.getpid():
+        return
+    thread = threading.Thread(target=_tick, args=(into,), name="harness clock", daemon=True)
+    thread.start()
+    _clock.update(pid=os.getpid(), thread=thread)
+
+
+def clock_boost(item: pytest.Item) -> float:
+    """How much larger this attempt's timeouts are than the run's: 1, or BOOST when the case
+    runs again after a starved failure."""
+    attempt = item.stash.get(_ATTEMPT, None)
+    return attempt.boost if attempt is not None else 1.0
+
+
+def starved_at(item: pytest.Item) -> float:
+    """How long the clock may stand still in this attempt before it counts as starved: never
+    less than STARVED_AT, a busy machine's ordinary jitter (a run at a tiny scale is a test's)."""
+    return STARVED_AT * max(1.0, timeout_scale(item.config) * clock_boost(item))
+
+
+def verdict_of(item: pytest.Item, ids: frozenset[str]) -> None:
+    """The plugin: the rules the case's attempt failed (its own and the monitors')."""
+    item.stash[_VERDICT] = ids
+
+
+def inconclusive(item: pytest.Item, failed: frozenset[str]) -> str:
+    """Why the second attempt's failure of `failed` is no verdict ('' when it is one)."""
+    attempt = item.stash.get(_ATTEMPT, None)
+    if attempt is None or failed == attempt.first_verdict:
+        return ""
+    late = LATENESS.worst()
+    if late <= starved_at(item):
+        return ""
+    return (
+        f"inconclusive: the harness's own clock stood still for {late:.1f} s while this case "
+        f"timed the host, and {attempt.first_late:.1f} s in a first attempt at the run's "
+        f"timeouts; with {attempt.boost:g} times those timeouts it failed "
+        f"{_rules(failed)}, the first attempt {_rules(attempt.first_verdict)}: on a starved "
+        "machine this is no verdict on the host (run again on a quieter machine, or with a "
+        "larger --timeout-scale)"
+    )
+
+
+def _rules(ids: frozenset[str]) -> str:
+    return ", ".join(sorted(ids)) or "no rule"
+
+
+def _failed(reports: list[pytest.TestReport]) -> bool:
+    return any(
+        r.failed or getattr(r, "conformance_outcome", None) in (FAILED, WARNING) for r in reports
+    )
+
+
+def _reset(item: pytest.Item) -> None:
+    """What an attempt left on the item, gone before the next one (its reports are dropped)."""
+    from mcp_host_conformance.harness.reports.reporting import FINDINGS, MONITOR_VERDICT
+
+    item.user_properties.clear()
+    for key in (FINDINGS, MONITOR_VERDICT, _VERDICT):
+        if key in item.stash:
+            del item.stash[key]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A conformance case's protocol: once, and once more when it failed on a starved clock."""
+    if not is_case(item):
+        return None
+    start_clock()
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    LATENESS.take()
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    late = LATENESS.take()
+    if _failed(reports) and late > starved_at(item):
+        first = item.stash.get(_VERDICT, frozenset())
+        _reset(item)
+        item.stash[_ATTEMPT] = Attempt(first, late)
+        # a figure of the case in every report: it ran twice, and why
+        item.user_properties.append(
+            (
+                SECOND_ATTEMPT,
+                f"ran again with {BOOST:g} times the timeouts: the harness's own clock stood "
+                f"still for {late:.1f} s in the first attempt, which failed {_rules(first)}",
+            )
+        )
+        try:
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        finally:
+            del item.stash[_ATTEMPT]
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
