@@ -44,6 +44,7 @@ from mcp_host_conformance.harness.cases.items import (
 )
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.oauth.browser_watch import guard_browser
+from mcp_host_conformance.harness.plugin.attempts import pytest_runtest_protocol  # noqa: F401
 from mcp_host_conformance.harness.plugin.fixtures import *  # noqa: F403 - the fixtures cases use
 from mcp_host_conformance.harness.plugin.fixtures import Case
 from mcp_host_conformance.harness.reports.interruption import NAME as INTERRUPTION
@@ -71,12 +72,7 @@ from mcp_host_conformance.harness.run.client_under_test import (
     prepare,
     timeout_scale,
 )
-from mcp_host_conformance.harness.run.starvation import (  # noqa: F401 - the hook
-    clock_boost,
-    inconclusive,
-    pytest_runtest_protocol,
-    verdict_of,
-)
+from mcp_host_conformance.harness.run.starvation import clock_boost, inconclusive, verdict_of
 from mcp_host_conformance.harness.run.workers import add_option as add_workers_option
 from mcp_host_conformance.harness.run.workers import check_options as check_workers_options
 from mcp_host_conformance.harness.run.workers import pytest_runtestloop  # noqa: F401 - the hook

@@ -14,7 +14,8 @@ STARVED_AT) runs once more, its timeouts BOOST times larger (`clock_boost`, read
 stands if it passes, if it failed the same rules as the first (a failure that does not move
 with the clock is no timing verdict), or if the clock kept time; a different failure on a
 clock starved again is inconclusive: the case is not observed, with why (`inconclusive`,
-raised by the plugin where the case's own verdict is made), and fails no rule. A run that
+raised by the plugin where the case's own verdict is made; the plugin runs the attempts,
+harness/plugin/attempts.py), and fails no rule. A run that
 was never starved runs each case once, as before.
 """
 
@@ -23,29 +24,29 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 import pytest
-from _pytest.runner import runtestprotocol
 
-from mcp_host_conformance.harness.cases.items import is_case
 from mcp_host_conformance.harness.run.client_under_test import timeout_scale
-from mcp_host_conformance.harness.verdicts.outcomes import FAILED, WARNING
 from mcp_host_conformance.mocks.lateness import LATENESS, TICK, Lateness
 
 __all__ = [
     "BOOST",
-    "SECOND_ATTEMPT",
     "STARVED_AT",
     "clock_boost",
+    "first_verdict",
     "inconclusive",
-    "pytest_runtest_protocol",
+    "second_attempt",
+    "start_clock",
+    "starved_at",
     "verdict_of",
 ]
 
 STARVED_AT: Final = 0.25  # seconds of standing still, times the timeout scale: starved
 BOOST: Final = 3.0  # the second attempt's timeouts, times the run's
-SECOND_ATTEMPT: Final = "second_attempt"  # the case's figure that says it ran twice, and why
 
 _ATTEMPT = pytest.StashKey["Attempt"]()
 _VERDICT = pytest.StashKey[frozenset[str]]()
@@ -95,6 +96,28 @@ def verdict_of(item: pytest.Item, ids: frozenset[str]) -> None:
     item.stash[_VERDICT] = ids
 
 
+def first_verdict(item: pytest.Item) -> frozenset[str]:
+    """The rules the attempt that just ended failed (`verdict_of`), forgotten here."""
+    found = item.stash.get(_VERDICT, frozenset())
+    if _VERDICT in item.stash:
+        del item.stash[_VERDICT]
+    return found
+
+
+@contextmanager
+def second_attempt(item: pytest.Item, first: frozenset[str], late: float) -> Iterator[str]:
+    """While the case runs again: its timeouts BOOST times the run's; gives what its report
+    says of it (a figure of the case: it ran twice, and why)."""
+    item.stash[_ATTEMPT] = Attempt(first, late)
+    try:
+        yield (
+            f"ran again with {BOOST:g} times the timeouts: the harness's own clock stood still "
+            f"for {late:.1f} s in the first attempt, which failed {_rules(first)}"
+        )
+    finally:
+        del item.stash[_ATTEMPT]
+
+
 def inconclusive(item: pytest.Item, failed: frozenset[str]) -> str:
     """Why the second attempt's failure of `failed` is no verdict ('' when it is one)."""
     attempt = item.stash.get(_ATTEMPT, None)
@@ -115,51 +138,3 @@ def inconclusive(item: pytest.Item, failed: frozenset[str]) -> str:
 
 def _rules(ids: frozenset[str]) -> str:
     return ", ".join(sorted(ids)) or "no rule"
-
-
-def _failed(reports: list[pytest.TestReport]) -> bool:
-    return any(
-        r.failed or getattr(r, "conformance_outcome", None) in (FAILED, WARNING) for r in reports
-    )
-
-
-def _reset(item: pytest.Item) -> None:
-    """What an attempt left on the item, gone before the next one (its reports are dropped)."""
-    from mcp_host_conformance.harness.reports.reporting import FINDINGS, MONITOR_VERDICT
-
-    item.user_properties.clear()
-    for key in (FINDINGS, MONITOR_VERDICT, _VERDICT):
-        if key in item.stash:
-            del item.stash[key]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """A conformance case's protocol: once, and once more when it failed on a starved clock."""
-    if not is_case(item):
-        return None
-    start_clock()
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    LATENESS.take()
-    reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    late = LATENESS.take()
-    if _failed(reports) and late > starved_at(item):
-        first = item.stash.get(_VERDICT, frozenset())
-        _reset(item)
-        item.stash[_ATTEMPT] = Attempt(first, late)
-        # a figure of the case in every report: it ran twice, and why
-        item.user_properties.append(
-            (
-                SECOND_ATTEMPT,
-                f"ran again with {BOOST:g} times the timeouts: the harness's own clock stood "
-                f"still for {late:.1f} s in the first attempt, which failed {_rules(first)}",
-            )
-        )
-        try:
-            reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        finally:
-            del item.stash[_ATTEMPT]
-    for report in reports:
-        item.ihook.pytest_runtest_logreport(report=report)
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-    return True

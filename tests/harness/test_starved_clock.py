@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from mcp_host_conformance.harness.run.starvation import BOOST, SECOND_ATTEMPT, STARVED_AT
+from mcp_host_conformance.harness.plugin.attempts import SECOND_ATTEMPT
+from mcp_host_conformance.harness.run.starvation import BOOST, STARVED_AT
 from mcp_host_conformance.mocks.lateness import Lateness, tick_loop
 from tests.harness.test_plugin import run
 
