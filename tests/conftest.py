@@ -32,12 +32,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 @pytest.fixture(scope="session")
 def selftest_runs(request, tmp_path_factory):
-    """The self-test's whole-suite runs (tests/test_zoo.py, tests/test_accepted_variants.py),
-    every selected one started from here, in one pool, when the first of them is needed."""
+    """The self-test's whole-suite runs (tests/test_zoo.py, tests/test_accepted_variants.py)
+    and the monitors' one-case proof runs (tests/test_monitors_outside.py), every selected one
+    started from here, in one pool, when the first of them is needed."""
     from tests import test_zoo  # imports the zoo and the suite: only when a self-test runs
 
+    items = request.session.items
     runs = test_zoo.Runs(
-        test_zoo.selected_runs(request.session.items), tmp_path_factory.mktemp("zoo")
+        test_zoo.selected_runs(items),
+        tmp_path_factory.mktemp("zoo"),
+        test_zoo.selected_proofs(items),
     )
     yield runs
     runs.close()

@@ -3,7 +3,8 @@ the zoo, written for the monitor's rule, is caught by the monitor in a case of a
 (the case alone is run, so nothing of the rule's own cases can have caught it).
 
 Strategy: a table, PROOFS, names for each monitor the client and the case; the run is the
-self-test's own (`test_zoo.run_suite`, forked, one case selected), and the report must hold
+self-test's own (`test_zoo.run_suite`, forked, one case selected, in the self-test's pool
+beside the zoo's runs: `selftest_runs`), and the report must hold
 a finding of that monitor for that rule in that case. The monitors whose rule's stimulus only
 the rule's own cases make (an untrusted certificate, seventeen calls in a turn, a tool name
 that needs a hash) are listed in BY_THE_EXPLORER with why: the scenario explorer visits
@@ -15,7 +16,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_host_conformance.harness.monitors.watch import MONITORS
-from tests.test_zoo import run_suite
+from tests.test_zoo import PROOF_TEST, proof_key
+
+pytestmark = pytest.mark.xdist_group("zoo")  # the self-test's pool (selftest_runs) is one
 
 # monitor -> (broken client, case of another rule, the rule it finds broken)
 PROOFS = {
@@ -218,9 +221,9 @@ def test_every_monitor_has_its_proof_or_is_left_to_the_explorer() -> None:
 
 @pytest.mark.selftest
 @pytest.mark.parametrize("monitor", sorted(PROOFS))
-def test_a_monitor_catches_its_rule_in_a_case_of_another_rule(monitor, tmp_path) -> None:
+def test_a_monitor_catches_its_rule_in_a_case_of_another_rule(monitor, selftest_runs) -> None:
     client, case, rule = PROOFS[monitor]
-    run = run_suite(client, tmp_path / monitor, cases={case})
+    run = selftest_runs.get(proof_key(monitor))
     assert run.report is not None, f"no report (exit {run.returncode})\n{run.output[-3000:]}"
     (ran,) = [c for c in run.report["cases"] if c["nodeid"].endswith(case)]
     assert rule not in ran["requirements"], f"{case} is {rule}'s own case: no proof"
@@ -231,3 +234,7 @@ def test_a_monitor_catches_its_rule_in_a_case_of_another_rule(monitor, tmp_path)
     )
     assert run.report["requirements"][rule]["outcome"] == "failed"
     assert ran["id"] in run.report["requirements"][rule]["cases"]
+
+
+def test_the_proof_test_is_the_one_the_pool_selects() -> None:
+    assert test_a_monitor_catches_its_rule_in_a_case_of_another_rule.__name__ == PROOF_TEST

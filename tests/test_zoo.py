@@ -97,6 +97,12 @@ UNSTEADY: dict[str, str] = {
     ),
 }
 AGAIN_DIR = "again"  # where a second run of an UNSTEADY client leaves its report
+# The monitors' proofs (tests/test_monitors_outside.py) are one case of a client each, run in
+# the pool beside the rest: one after another at the self-test's end they took its last
+# ~90 s with the CPU nearly idle (two of them wait out a bound, ~47 s each).
+PROOF_TEST = "test_a_monitor_catches_its_rule_in_a_case_of_another_rule"
+PROOF_PREFIX = "proof-"
+PROOF_SECONDS = 30.0  # a proof run's place in the pool when no figure says how long it takes
 CORE_AREAS = ("CFG", "DISC", "EXP", "APR", "RES", "RETRY", "CRED", "NET", "STDIO", "TURN", "SESS")
 CORE_AREAS += ("HARD",)  # beyond the seeds, in the core profile all the same
 # Core IDs no suite case can fail, so no broken client can prove anything about them (none:
@@ -750,14 +756,25 @@ class Pool:
 
 
 class Runs:
-    """Every selected client's suite run, JOBS to JOBS_MAX at a time (`CpuGate`). With the
+    """Every selected client's suite run (and monitor proof run), JOBS to JOBS_MAX at a time
+    (`CpuGate`). With the
     impact selection (the default; `ZOO_SELECT=all` turns it off) the reference runs go first,
     traced, and each broken client then runs the cases that execute its seams
     (tests/zoo_impact.py)."""
 
-    def __init__(self, names: list[str], root: Path) -> None:
+    def __init__(
+        self, names: list[str], root: Path, proofs: dict[str, tuple[str, str]] | None = None
+    ) -> None:
         self.pool = Pool(CpuGate(JOBS, JOBS_MAX))
         self.futures: dict[str, Future[Run]] = {}
+        measured = measured_seconds(MEASURED_FILE)
+        for key, (client, case) in (proofs or {}).items():
+            self.futures[key] = self.pool.submit(
+                measured.get(key, PROOF_SECONDS),
+                lambda key=key, client=client, case=case: run_suite(
+                    client, root / key, cases={case}
+                ),
+            )
         broken = {n: _changed_client(n) for n in names}
         if SELECT == "all":
             for n in names:
@@ -965,6 +982,24 @@ def again(name: str) -> str:
 def variant_locator(name: str) -> str:
     """How `--client` names an accepted variant (tests/test_accepted_variants.py)."""
     return f"mcp_host_conformance.zoo.variants:{name.upper().replace('-', '_')}"
+
+
+def proof_key(monitor: str) -> str:
+    """The key (and folder) of a monitor's proof run (tests/test_monitors_outside.py)."""
+    return f"{PROOF_PREFIX}{monitor}"
+
+
+def selected_proofs(items: Iterable[pytest.Item]) -> dict[str, tuple[str, str]]:
+    """The proof run of every selected monitor proof: its key -> (broken client, case)."""
+    from tests.test_monitors_outside import PROOFS  # it imports this module
+
+    found = {}
+    for item in items:
+        if getattr(item, "originalname", None) == PROOF_TEST:
+            monitor = item.callspec.params["monitor"]  # type: ignore[attr-defined]
+            client, case, _rule = PROOFS[monitor]
+            found[proof_key(monitor)] = (client, case)
+    return found
 
 
 def selected_runs(items: Iterable[pytest.Item]) -> list[str]:
