@@ -4,19 +4,26 @@ the zoo, written for the monitor's rule, is caught by the monitor in a case of a
 
 Strategy: a table, PROOFS, names for each monitor the client and the case; the run is the
 self-test's own (`test_zoo.run_suite`, forked, one case selected, in the self-test's pool
-beside the zoo's runs: `selftest_runs`), and the report must hold
-a finding of that monitor for that rule in that case. The monitors whose rule's stimulus only
-the rule's own cases make (an untrusted certificate, seventeen calls in a turn, a tool name
-that needs a hash) are listed in BY_THE_EXPLORER with why: the scenario explorer visits
-those points in generated sessions (docs/explorer.md). Every monitor is in one of the two.
+beside the zoo's runs: `selftest_runs`), and the report must hold a finding of that monitor
+for that rule in that case. A monitor whose rule's stimulus only the rule's own cases make
+among the suite's cases (an untrusted certificate, seventeen calls in a turn, a tool name
+that needs a hash) has its proof in SCENARIOS instead: a scenario the explorer found
+(`mcp-host-conformance explore` against the client, shrunk and written by it), kept in
+tests/explorer_proofs/ and replayed against the client in the explorer's case alone. The
+monitors no value of the explorer's catalogue reaches either are in ONLY_ITS_OWN_CASES, with
+why. Every monitor is in exactly one of the three.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_host_conformance.harness.monitors.watch import MONITORS
-from tests.test_zoo import PROOF_TEST, proof_key
+from mcp_host_conformance.harness.explorer.scenario import load
+from mcp_host_conformance.zoo import BROKEN
+from tests.test_zoo import EXPLORER_CASE, PROOF_TEST, SCENARIO_TEST, proof_key
 
 pytestmark = pytest.mark.xdist_group("zoo")  # the self-test's pool (selftest_runs) is one
 
@@ -189,34 +196,38 @@ PROOFS = {
     ),
 }
 
-# Monitors whose rule's stimulus no case of another rule makes: the explorer's to show.
-BY_THE_EXPLORER = {
-    "sixteen-a-turn": "only TURN-1's cases make the model call more than 16 tools in a turn",
-    "configuration-untouched-by-turns": "only CFG-6's cases make the model call a built-in "
-    "aimed at the configuration",
-    "untrusted-certificate-refused": "only NET-2's case serves a certificate nobody trusts",
-    "redirect-not-followed": "only NET-3's and CRED-1's redirect cases redirect",
-    "plain-http-refused": "only NET-1's case configures plain HTTP to a remote address",
-    "exposed-names": "only EXP-1's and EXP-2's cases serve names that need a hash or sit "
-    "at the length bound",
-    "over-limit-kept-out": "only the discovery limits' cases serve a server over a limit",
-    "offers-fixed-per-session": "only DISC-5's case changes a server's tools mid-session",
-    "arguments-valid": "only ARGS-1's case makes the model send invalid arguments",
-    "tokens-never-shown": "only OAUTH-1's refresh case issues tokens",
-    "argv-verbatim": "only STDIO-1's case passes arguments a shell would change",
-    "stderr-not-shown": "only STDIO-4's case floods stderr",
-    "server-text-neutralized": "only HARD-1's cases serve control characters",
-    "declined-keeps-question": "only RETRY-3's case declines an acknowledgement",
-}
+# monitor -> (broken client, the rule it finds broken): a scenario of the explorer's, in
+# SCENARIO_DIR/<monitor>.json, replayed against the client: the rule's stimulus only its own
+# cases make among the suite's cases, and the explorer makes it in a generated session.
+SCENARIOS: dict[str, tuple[str, str]] = {}
+SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
+
+# Monitors whose rule's stimulus only the rule's own cases make, and no value of the explorer's
+# catalogue (docs/explorer.md): why.
+ONLY_ITS_OWN_CASES: dict[str, str] = {}
 
 
-def test_every_monitor_has_its_proof_or_is_left_to_the_explorer() -> None:
+def scenario_file(monitor: str) -> Path:
+    return SCENARIO_DIR / f"{monitor}.json"
+
+
+def test_every_monitor_has_its_proof_or_says_why_not() -> None:
     names = {m.name for m in MONITORS}
-    assert set(PROOFS) | set(BY_THE_EXPLORER) == names
-    assert not set(PROOFS) & set(BY_THE_EXPLORER)
-    for name, (_client, _case, rule) in PROOFS.items():
+    kinds = [set(PROOFS), set(SCENARIOS), set(ONLY_ITS_OWN_CASES)]
+    assert set().union(*kinds) == names
+    assert sum(len(kind) for kind in kinds) == len(names)  # each in one kind only
+    rules = {name: rule for name, (_client, _case, rule) in PROOFS.items()}
+    rules.update({name: rule for name, (_client, rule) in SCENARIOS.items()})
+    for name, rule in rules.items():
         monitor = next(m for m in MONITORS if m.name == name)
         assert rule in monitor.rules, f"{name} does not watch {rule}"
+    for name in SCENARIOS:
+        load(scenario_file(name))  # a file the explorer reads back
+
+
+def test_each_scenario_is_a_client_s_of_the_zoo_failing_its_rule() -> None:
+    for name, (client, rule) in SCENARIOS.items():
+        assert rule in BROKEN[client].fails, (name, client, rule)
 
 
 @pytest.mark.selftest
@@ -238,3 +249,22 @@ def test_a_monitor_catches_its_rule_in_a_case_of_another_rule(monitor, selftest_
 
 def test_the_proof_test_is_the_one_the_pool_selects() -> None:
     assert test_a_monitor_catches_its_rule_in_a_case_of_another_rule.__name__ == PROOF_TEST
+
+
+@pytest.mark.selftest
+@pytest.mark.parametrize("monitor", sorted(SCENARIOS))
+def test_a_monitor_catches_its_rule_in_an_explorer_scenario(monitor, selftest_runs) -> None:
+    client, rule = SCENARIOS[monitor]
+    run = selftest_runs.get(proof_key(monitor))
+    assert run.report is not None, f"no report (exit {run.returncode})\n{run.output[-3000:]}"
+    (ran,) = [c for c in run.report["cases"] if c["nodeid"].endswith(EXPLORER_CASE)]
+    seen = [f for f in ran["monitors"] if f["monitor"] == monitor and f["rule"] == rule]
+    assert seen, (
+        f"{client}: monitor {monitor} saw no {rule} replaying {scenario_file(monitor).name}; "
+        f"it saw {ran['monitors']}; the case itself: {ran['outcome']}"
+    )
+    assert run.report["requirements"][rule]["outcome"] == "failed"
+
+
+def test_the_scenario_test_is_the_one_the_pool_selects() -> None:
+    assert test_a_monitor_catches_its_rule_in_an_explorer_scenario.__name__ == SCENARIO_TEST

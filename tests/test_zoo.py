@@ -101,6 +101,8 @@ AGAIN_DIR = "again"  # where a second run of an UNSTEADY client leaves its repor
 # the pool beside the rest: one after another at the self-test's end they took its last
 # ~90 s with the CPU nearly idle (two of them wait out a bound, ~47 s each).
 PROOF_TEST = "test_a_monitor_catches_its_rule_in_a_case_of_another_rule"
+SCENARIO_TEST = "test_a_monitor_catches_its_rule_in_an_explorer_scenario"
+EXPLORER_CASE = "test_explorer.py::test_generated_sessions"
 PROOF_PREFIX = "proof-"
 PROOF_SECONDS = 30.0  # a proof run's place in the pool when no figure says how long it takes
 CORE_AREAS = ("CFG", "DISC", "EXP", "APR", "RES", "RETRY", "CRED", "NET", "STDIO", "TURN", "SESS")
@@ -466,9 +468,15 @@ def _modules(cases: set[str] | None) -> list[str]:
 
 
 def run_suite(
-    name: str, workdir: Path, *, trace: bool = False, cases: set[str] | None = None
+    name: str,
+    workdir: Path,
+    *,
+    trace: bool = False,
+    cases: set[str] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> Run:
-    """One suite run against `name`: traced for the impact selection (`trace`), or only `cases`."""
+    """One suite run against `name`: traced for the impact selection (`trace`), or only `cases`
+    (with the plugin's `extra` options: a scenario to replay)."""
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     report = workdir / "report.json"
@@ -487,6 +495,7 @@ def run_suite(
         # the explorer is measured on the zoo on its own (tests/test_explorer_zoo.py): here
         # each client must fail exactly its cases' rules
         "--mcphc-explore-scenarios", "0",
+        *extra,
     ]  # fmt: skip
     if trace:
         argv += ["-p", "pytest_cov.plugin", *zoo_impact.COVERAGE_ARGS]
@@ -763,16 +772,16 @@ class Runs:
     (tests/zoo_impact.py)."""
 
     def __init__(
-        self, names: list[str], root: Path, proofs: dict[str, tuple[str, str]] | None = None
+        self, names: list[str], root: Path, proofs: dict[str, Proof] | None = None
     ) -> None:
         self.pool = Pool(CpuGate(JOBS, JOBS_MAX))
         self.futures: dict[str, Future[Run]] = {}
         measured = measured_seconds(MEASURED_FILE)
-        for key, (client, case) in (proofs or {}).items():
+        for key, proof in (proofs or {}).items():
             self.futures[key] = self.pool.submit(
                 measured.get(key, PROOF_SECONDS),
-                lambda key=key, client=client, case=case: run_suite(
-                    client, root / key, cases={case}
+                lambda key=key, proof=proof: run_suite(
+                    proof.client, root / key, cases={proof.case}, extra=proof.extra
                 ),
             )
         broken = {n: _changed_client(n) for n in names}
@@ -984,21 +993,38 @@ def variant_locator(name: str) -> str:
     return f"mcp_host_conformance.zoo.variants:{name.upper().replace('-', '_')}"
 
 
+@dataclass(frozen=True)
+class Proof:
+    """A monitor's proof run: one case of a broken client, with the plugin's `extra` options."""
+
+    client: str
+    case: str
+    extra: tuple[str, ...] = ()
+
+
 def proof_key(monitor: str) -> str:
     """The key (and folder) of a monitor's proof run (tests/test_monitors_outside.py)."""
     return f"{PROOF_PREFIX}{monitor}"
 
 
-def selected_proofs(items: Iterable[pytest.Item]) -> dict[str, tuple[str, str]]:
-    """The proof run of every selected monitor proof: its key -> (broken client, case)."""
-    from tests.test_monitors_outside import PROOFS  # it imports this module
+def selected_proofs(items: Iterable[pytest.Item]) -> dict[str, Proof]:
+    """The proof run of every selected monitor proof, by its key: a case of another rule
+    (tests/test_monitors_outside.py's PROOFS) or an explorer scenario replayed (SCENARIOS)."""
+    from tests import test_monitors_outside as outside  # it imports this module
 
     found = {}
     for item in items:
-        if getattr(item, "originalname", None) == PROOF_TEST:
-            monitor = item.callspec.params["monitor"]  # type: ignore[attr-defined]
-            client, case, _rule = PROOFS[monitor]
-            found[proof_key(monitor)] = (client, case)
+        original = getattr(item, "originalname", None)
+        if original not in (PROOF_TEST, SCENARIO_TEST):
+            continue
+        monitor = item.callspec.params["monitor"]  # type: ignore[attr-defined]
+        if original == PROOF_TEST:
+            client, case, _rule = outside.PROOFS[monitor]
+            found[proof_key(monitor)] = Proof(client, case)
+        else:
+            client, _rule = outside.SCENARIOS[monitor]
+            replay = ("--mcphc-explore-replay", str(outside.scenario_file(monitor)))
+            found[proof_key(monitor)] = Proof(client, EXPLORER_CASE, replay)
     return found
 
 
