@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_host_conformance.harness.monitors.watch import MONITORS
 from mcp_host_conformance.harness.explorer.scenario import load
+from mcp_host_conformance.harness.monitors.watch import MONITORS
 from mcp_host_conformance.zoo import BROKEN
 from tests.test_zoo import EXPLORER_CASE, PROOF_TEST, SCENARIO_TEST, proof_key
 
@@ -199,12 +199,39 @@ PROOFS = {
 # monitor -> (broken client, the rule it finds broken): a scenario of the explorer's, in
 # SCENARIO_DIR/<monitor>.json, replayed against the client: the rule's stimulus only its own
 # cases make among the suite's cases, and the explorer makes it in a generated session.
-SCENARIOS: dict[str, tuple[str, str]] = {}
+# Four were found by `mcp-host-conformance explore --client CLIENT --scenarios 40 --seed 1`
+# and kept as it shrank and wrote them ("shows", "seed"); the others, whose clients the
+# explorer did not catch at that budget, are written from the catalogue's values ("about").
+SCENARIOS: dict[str, tuple[str, str]] = {
+    "untrusted-certificate-refused": ("skips-certificate-check", "NET-2"),  # found
+    "redirect-not-followed": ("follows-redirects", "NET-3"),  # found
+    "over-limit-kept-out": ("registers-first-128-tools", "DISC-10"),  # found
+    "argv-verbatim": ("runs-through-shell", "STDIO-1"),  # found
+    # seventeen calls answered yes: the generator answers each yes only half the time
+    "sixteen-a-turn": ("no-call-limit", "TURN-1"),
+    "exposed-names": ("lowercases-server-name", "EXP-1"),
+    "offers-fixed-per-session": ("relists-tools-each-turn", "DISC-5"),
+    "server-text-neutralized": ("neutralizes-c0-only", "HARD-1"),
+    "declined-keeps-question": ("decline-ends-session", "RETRY-3"),
+}
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 
 # Monitors whose rule's stimulus only the rule's own cases make, and no value of the explorer's
 # catalogue (docs/explorer.md): why.
-ONLY_ITS_OWN_CASES: dict[str, str] = {}
+ONLY_ITS_OWN_CASES: dict[str, str] = {
+    "configuration-untouched-by-turns": "the catalogue's model calls MCP tools only; only "
+    "CFG-6's cases make it call a built-in aimed at the configuration",
+    "plain-http-refused": "every server of the catalogue is on loopback, where plain HTTP is "
+    "allowed; only NET-1's case configures plain HTTP to a remote address (sealed network)",
+    "tokens-never-shown": "the catalogue has no OAuth server; only OAUTH-1's refresh case "
+    "issues tokens",
+    "arguments-valid": "the catalogue's odd arguments are an extra field (valid against every "
+    "schema it serves) and text that is no JSON; only ARGS-1's case sends arguments a schema "
+    "refuses",
+    "stderr-not-shown": "the catalogue's stdio server that exits at once writes no stderr, "
+    "and the one that floods it stays healthy; only STDIO-4's case has a server fail after "
+    "writing to stderr",
+}
 
 
 def scenario_file(monitor: str) -> Path:
@@ -222,7 +249,7 @@ def test_every_monitor_has_its_proof_or_says_why_not() -> None:
         monitor = next(m for m in MONITORS if m.name == name)
         assert rule in monitor.rules, f"{name} does not watch {rule}"
     for name in SCENARIOS:
-        load(scenario_file(name))  # a file the explorer reads back
+        load(scenario_file(name).read_text(encoding="utf-8"))  # a file the explorer reads back
 
 
 def test_each_scenario_is_a_client_s_of_the_zoo_failing_its_rule() -> None:
@@ -263,7 +290,7 @@ def test_a_monitor_catches_its_rule_in_an_explorer_scenario(monitor, selftest_ru
         f"{client}: monitor {monitor} saw no {rule} replaying {scenario_file(monitor).name}; "
         f"it saw {ran['monitors']}; the case itself: {ran['outcome']}"
     )
-    assert run.report["requirements"][rule]["outcome"] == "failed"
+    assert run.report["requirements"][rule]["outcome"] in ("failed", "warning")  # HARD-1: SHOULD
 
 
 def test_the_scenario_test_is_the_one_the_pool_selects() -> None:
