@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from mcp_host_conformance.harness.cases.mock_contract import Journal, MarkedMock, ModelService
-from mcp_host_conformance.harness.contract.adapter import STATUSES, CallStatus, ServerStatus, Turn
+from mcp_host_conformance.harness.contract.adapter import STATUSES, CallStatus, ServerStatus
 from mcp_host_conformance.mocks.journal import Entry, JournalTimeout
 from mcp_host_conformance.mocks.model_script import (
     function_call_outputs,
@@ -73,7 +73,6 @@ __all__ = [
     "stated_status",
     "status_contradiction",
     "status_not_conveyed",
-    "status_problem",
     "status_text",
     "stays_quiet",
     "user_texts",
@@ -385,34 +384,6 @@ def call_outputs(model: ModelService) -> list[tuple[dict[str, Any], list[object]
         for call in calls:
             pairs.append((call, paired_outputs(following, call["call_id"])))
     return pairs
-
-
-def status_problem(
-    model: ModelService, turn: Turn | None, status: str, call: int = -1
-) -> str | None:
-    """Why the model journal and the adapter's Turn do not both give call number `call` (of
-    every call the model made, default the last) this status; None if they do. The model
-    journal is the primary evidence: the paired output must exist, be unique, and not state
-    another status (`status_contradiction`: stating none is no contradiction); the Turn
-    must report it (what the person was shown)."""
-    pairs = call_outputs(model)
-    if not pairs:
-        return "the model made no call (or the client never asked the model)"
-    try:
-        made, outputs = pairs[call]
-    except IndexError:
-        return f"the model made {len(pairs)} call(s), no call number {call}"
-    if not outputs:
-        return f"no function_call_output for call {made['call_id']} in the next model request"
-    if len(outputs) > 1:
-        return f"{len(outputs)} outputs for call {made['call_id']} in the next model request"
-    contradiction = status_contradiction(outputs[0], status)
-    if contradiction is not None:
-        return contradiction
-    reported = [c.status for c in turn.calls] if turn is not None else []
-    if turn is not None and status not in reported:
-        return f"the model received {status}, but the client reported statuses {reported}"
-    return None
 
 
 def same_json(a: Any, b: Any) -> bool:
