@@ -34,6 +34,7 @@ class Measured:
     found: list[str] = field(default_factory=list)  # rules the monitors saw broken
     seconds: float = 0.0
     error: str = ""
+    scenario_files: int = 0  # shortest scenarios the exploration wrote
 
     @property
     def caught(self) -> bool:
@@ -45,7 +46,9 @@ def sample(names: list[str], every: int) -> list[str]:
     return sorted(names)[::every] if every > 1 else sorted(names)
 
 
-def measure(name: str, client, scenarios: int, seed: int) -> Measured:
+def measure(name: str, client, scenarios: int, seed: int, bound: float = RUN_BOUND) -> Measured:
+    """`name`'s exploration (`client`, the zoo's entry) at `scenarios` from `seed`: what the
+    monitors saw broken, as its JSON report says (tests/test_explorer_zoo.py reads it too)."""
     result = Measured(name, client.target, sorted(client.fails), client.base)
     with tempfile.TemporaryDirectory(prefix="mcphc-explorer-zoo-") as tmp:
         report = Path(tmp) / "report.json"
@@ -57,9 +60,15 @@ def measure(name: str, client, scenarios: int, seed: int) -> Measured:
         ]  # fmt: skip
         began = time.monotonic()
         try:
-            subprocess.run(command, cwd=tmp, capture_output=True, timeout=RUN_BOUND, check=False)
+            done = subprocess.run(
+                command, cwd=tmp, capture_output=True, text=True, timeout=bound, check=False
+            )
         except subprocess.TimeoutExpired:
-            result.error = f"no verdict within {RUN_BOUND} s"
+            result.error = f"no verdict within {bound:g} s"
+        else:
+            if not report.exists():
+                result.error = f"no report: {(done.stdout + done.stderr)[-2000:]}"
+        result.scenario_files = len(list((Path(tmp) / "scenarios").glob("*.json")))
         result.seconds = round(time.monotonic() - began, 1)
         if report.exists():
             data = json.loads(report.read_text("utf-8"))
@@ -71,8 +80,6 @@ def measure(name: str, client, scenarios: int, seed: int) -> Measured:
                     if f.get("outcome") in ("failed", "warning", "expected_failure")
                 }
             )
-        elif not result.error:
-            result.error = "no report"
     return result
 
 
