@@ -36,87 +36,68 @@ def _monitor(rule: str, actual: str) -> dict[str, str]:
     }
 
 
+def _case(
+    node: str, rule: str, outcome: str, expected: str = "", actual: str = "", **more: object
+) -> CaseResult:
+    """A case of `conformance/<node>` checking `rule`; a failing one fails `rule` unless
+    `failed` names another (a precondition's rule)."""
+    module, test = node.split("::")
+    failed = more.pop("failed", rule) if outcome != "passed" else None
+    return CaseResult(
+        id=f"{module}::{test}",
+        nodeid=f"conformance/{module}.py::{test}",
+        requirements=[rule],
+        outcome=outcome,
+        expected=expected,
+        actual=actual,
+        failed_requirements=[failed] if failed else [],
+        **more,  # type: ignore[arg-type]
+    )
+
+
 def sample_cases() -> list[CaseResult]:
     """A host that breaks EXP-2 (two cases of other rules stop at it: preconditions; a
     monitor sees it in a third), RES-6 (with a hostile and a long actual value) and NET-3,
     warns on HARD-1, and has NET-1 in its baseline."""
     stopped = "precondition failed: EXP-2 (MUST): ...\n  expected: names the model accepts"
+    refused = "the model service refused the request: Invalid 'tools[{}].name'"
+    at_exp2 = {"message": stopped, "failed": "EXP-2", "precondition": True}
     return [
-        CaseResult(
-            id="test_exposure::test_awkward_names_are_valid_unique_and_stable",
-            nodeid="conformance/test_exposure.py::test_awkward_names_are_valid_unique_and_stable",
-            requirements=["EXP-2"],
-            outcome="failed",
-            expected="every offered name valid",
-            actual="'mcp_docs_read.file' offered",
-            failed_requirements=["EXP-2"],
+        _case(
+            "test_exposure::test_awkward_names_are_valid_unique_and_stable",
+            "EXP-2", "failed", "every offered name valid", "'mcp_docs_read.file' offered",
         ),
-        CaseResult(
-            id="test_approval::test_confirmation_names_server_destination_tool_and_arguments",
-            nodeid="conformance/test_approval.py::test_confirmation_names_server_destination_tool_and_arguments",
-            requirements=["APR-4"],
-            outcome="failed",
-            expected="tools the model service accepts",
-            actual="the model service refused the request: Invalid 'tools[0].name'",
-            message=stopped,
-            failed_requirements=["EXP-2"],
-            precondition=True,
+        _case(
+            "test_approval::test_confirmation_names_server_destination_tool_and_arguments",
+            "APR-4", "failed", "tools the model service accepts", refused.format(0), **at_exp2,
         ),
-        CaseResult(
-            id="test_approval::test_anything_but_yes_denies",
-            nodeid="conformance/test_approval.py::test_anything_but_yes_denies",
-            requirements=["APR-2"],
-            outcome="failed",
-            expected="tools the model service accepts",
-            actual="the model service refused the request: Invalid 'tools[1].name'",
-            message=stopped,
-            failed_requirements=["EXP-2"],
-            precondition=True,
+        _case(
+            "test_approval::test_anything_but_yes_denies",
+            "APR-2", "failed", "tools the model service accepts", refused.format(1), **at_exp2,
         ),
-        CaseResult(
-            id="test_approval::test_every_call_waits_for_its_own_approval",
-            nodeid="conformance/test_approval.py::test_every_call_waits_for_its_own_approval",
-            requirements=["APR-1"],
-            outcome="passed",
+        _case(
+            "test_approval::test_every_call_waits_for_its_own_approval",
+            "APR-1", "passed",
             monitors=[_monitor("EXP-2", "docs/a b offered as 'mcp_docs_a b'")],
         ),
-        CaseResult(
-            id="test_results::test_timeout_is_unknown",
-            nodeid="conformance/test_results.py::test_timeout_is_unknown",
-            requirements=["RES-6"],
-            outcome="failed",
-            expected="status unknown after the call timeout",
-            actual=f"the model received {HOSTILE!r}, not status unknown; {LONG}",
-            failed_requirements=["RES-6"],
+        _case(
+            "test_results::test_timeout_is_unknown",
+            "RES-6", "failed", "status unknown after the call timeout",
+            f"the model received {HOSTILE!r}, not status unknown; {LONG}",
         ),
-        CaseResult(
-            id="test_network::test_same_origin_redirect_is_not_followed",
-            nodeid="conformance/test_network.py::test_same_origin_redirect_is_not_followed",
-            requirements=["NET-3"],
-            outcome="failed",
-            expected="no redirect followed",
-            actual="the target received 1 request",
-            failed_requirements=["NET-3"],
+        _case(
+            "test_network::test_same_origin_redirect_is_not_followed",
+            "NET-3", "failed", "no redirect followed", "the target received 1 request",
         ),
-        CaseResult(
-            id="test_hostile_text::test_server_text_is_shown_neutralized",
-            nodeid="conformance/test_hostile_text.py::test_server_text_is_shown_neutralized",
-            requirements=["HARD-1"],
-            outcome="warning",
-            expected="no raw escape",
-            actual="ESC [2J shown raw",
-            failed_requirements=["HARD-1"],
+        _case(
+            "test_hostile_text::test_server_text_is_shown_neutralized",
+            "HARD-1", "warning", "no raw escape", "ESC [2J shown raw",
         ),
-        CaseResult(
-            id="test_network::test_plain_http_to_a_remote_host_is_refused_at_once",
-            nodeid="conformance/test_network.py::test_plain_http_to_a_remote_host_is_refused_at_once",
-            requirements=["NET-1"],
-            outcome="expected_failure",
-            expected="refused at add",
-            actual="accepted",
-            failed_requirements=["NET-1"],
+        _case(
+            "test_network::test_plain_http_to_a_remote_host_is_refused_at_once",
+            "NET-1", "expected_failure", "refused at add", "accepted",
         ),
-    ]
+    ]  # fmt: skip
 
 
 def sample_report() -> dict:
