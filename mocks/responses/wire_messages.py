@@ -42,11 +42,13 @@ ERROR_TYPES = {
 }
 
 
-def error(status: int, message: str) -> ApiError:
+def error(status: int, message: str, param: str | None = None) -> ApiError:
     """An error of the type the real service gives with `status` (a scripted `Step.error`
-    too)."""
+    too). `param`, the field at fault, is never sent (the API's envelope has no such field):
+    it goes to the request's journal entry, where a case tells a refused tool name (EXP-2)
+    or schema (EXP-3) from any other refusal, whichever API the host speaks."""
     kind = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return ApiError(status, message, type=kind)
+    return ApiError(status, message, type=kind, param=param)
 
 
 def envelope(err: ApiError, request_id: str) -> dict[str, Any]:
@@ -86,9 +88,9 @@ def not_found(method: str, path: str) -> ApiError:
 
 def _kind_problem(where: str, value: Any, wanted: type, name: str) -> ApiError | None:
     if value is None:
-        return error(400, f"{where}: Field required")
+        return error(400, f"{where}: Field required", where)
     if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
-        return error(400, f"{where}: Input should be a valid {name}")
+        return error(400, f"{where}: Input should be a valid {name}", where)
     return None
 
 
@@ -110,7 +112,7 @@ def check_request(body: Any) -> ApiError | None:
             return problem
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
-        return error(400, "tools: Input should be a valid list")
+        return error(400, "tools: Input should be a valid list", "tools")
     for i, tool in enumerate(tools or []):
         problem = _check_tool(tool, f"tools.{i}")
         if problem:
@@ -120,16 +122,16 @@ def check_request(body: Any) -> ApiError | None:
 
 def _check_message(message: Any, where: str) -> ApiError | None:
     if not isinstance(message, dict):
-        return error(400, f"{where}: Input should be a valid dictionary")
+        return error(400, f"{where}: Input should be a valid dictionary", where)
     if message.get("role") not in ROLES:
-        return error(400, f"{where}.role: Input should be 'user' or 'assistant'")
+        return error(400, f"{where}.role: Input should be 'user' or 'assistant'", f"{where}.role")
     content = message.get("content")
     if not isinstance(content, str | list):
-        return error(400, f"{where}.content: Input should be a valid list")
+        return error(400, f"{where}.content: Input should be a valid list", f"{where}.content")
     for j, block in enumerate(content if isinstance(content, list) else []):
         at = f"{where}.content.{j}"
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            return error(400, f"{at}: Input should be a valid dictionary")
+            return error(400, f"{at}: Input should be a valid dictionary", at)
         if block["type"] == "tool_use":
             problem = _kind_problem(f"{at}.tool_use.id", block.get("id"), str, "string")
             problem = problem or _kind_problem(
@@ -148,7 +150,7 @@ def _check_message(message: Any, where: str) -> ApiError | None:
 
 def _check_tool(tool: Any, where: str) -> ApiError | None:
     if not isinstance(tool, dict):
-        return error(400, f"{where}: Input should be a valid dictionary")
+        return error(400, f"{where}: Input should be a valid dictionary", where)
     if tool.get("type", "custom") not in ("custom", None):
         return None  # a server tool (`web_search_20250305`, ...): not the mock's to judge
     at = f"{where}.custom"
@@ -157,10 +159,14 @@ def _check_tool(tool: Any, where: str) -> ApiError | None:
     if problem or not isinstance(name, str):
         return problem
     if len(name) > TOOL_NAME_MAX:
-        return error(400, f"{at}.name: String should have at most {TOOL_NAME_MAX} characters")
+        return error(
+            400, f"{at}.name: String should have at most {TOOL_NAME_MAX} characters", f"{at}.name"
+        )
     if not TOOL_NAME.fullmatch(name):
         return error(
-            400, f"{at}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,{TOOL_NAME_MAX}}}$'"
+            400,
+            f"{at}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,{TOOL_NAME_MAX}}}$'",
+            f"{at}.name",
         )
     return _kind_problem(f"{at}.input_schema", tool.get("input_schema"), dict, "dictionary")
 

@@ -594,6 +594,11 @@ def test_messages_rejects_what_the_api_rejects(model, http, body, message):
     r = http.post(f"{model.anthropic_url}/v1/messages", json=full, headers=anthropic_headers(model))
     err = anthropic_error(r, 400)
     assert err["type"] == "invalid_request_error" and err["message"].startswith(message)
+    assert "param" not in err  # the API's envelope has none
+    # the field at fault is journalled, as for the OpenAI APIs: a case tells a refused tool
+    # name (EXP-2) or schema (EXP-3) from any other refusal by it
+    (entry,) = [e for e in model.journal.entries(kind="http") if e.extra.get("refused")]
+    assert entry.extra["refused"]["param"] == message.split(":")[0]
 
 
 def test_messages_accepts_128_character_names_and_server_tools(model, http):
