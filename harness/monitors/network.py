@@ -64,11 +64,11 @@ def no_oauth_flow(self: Monitor, observed: Observed) -> Iterator[Finding]:
 def untrusted_certificate_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
     for served in observed.served:
         tls = getattr(served.mock, "tls", None)
-        if tls in UNTRUSTED_TLS and served.names and served.entries:
+        if tls in UNTRUSTED_TLS and served.names and served.reached:
             yield self.finding(
                 "NET-2",
                 f"{served.label}'s certificate ({tls}) is refused: nothing reaches it",
-                f"it received {len(served.entries)} journal entries over TLS",
+                f"it received {len(served.reached)} journal entries over TLS",
             )
 
 

@@ -70,6 +70,14 @@ class Served:
         except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
             return []
 
+    @cached_property
+    def reached(self) -> list[Entry]:
+        """What shows the host reached it: every entry but its loop's own events with no
+        connection (a TLS handshake the host refused or abandoned is journalled as a loop
+        error before any connection exists: seen only on a loaded machine, it reached
+        nothing)."""
+        return [e for e in self.entries if e.kind != "event" or e.connection is not None]
+
     def requests(self, method: str) -> list[Entry]:
         """The JSON-RPC requests for `method` it received, in order of arrival."""
         return [
