@@ -15,8 +15,8 @@ stands if it passes, if it failed the same rules as the first (a failure that do
 with the clock is no timing verdict), or if the clock kept time; a different failure on a
 clock starved again is inconclusive: the case is not observed, with why (`inconclusive`,
 raised by the plugin where the case's own verdict is made; the plugin runs the attempts,
-harness/plugin/attempts.py), and fails no rule. A run that
-was never starved runs each case once, as before.
+harness/plugin/attempts.py), and fails no rule. A run that was never starved runs each
+case once, as before.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Final
 
 import pytest
@@ -50,16 +51,15 @@ BOOST: Final = 3.0  # the second attempt's timeouts, times the run's
 
 _ATTEMPT = pytest.StashKey["Attempt"]()
 _VERDICT = pytest.StashKey[frozenset[str]]()
-_clock: dict[str, object] = {}  # the clock thread of this process: {"pid": ..., "thread": ...}
+_clock_pid: list[int] = []  # the process whose clock thread runs (a fork has none)
 
 
+@dataclass(frozen=True)
 class Attempt:
-    """The second attempt of a case: its boost, and what the first one saw."""
+    """A case's second attempt: what its first one failed, and how long it stood still."""
 
-    def __init__(self, first_verdict: frozenset[str], first_late: float) -> None:
-        self.boost = BOOST
-        self.first_verdict = first_verdict
-        self.first_late = first_late
+    first_verdict: frozenset[str]
+    first_late: float
 
 
 def _tick(into: Lateness) -> None:
@@ -71,18 +71,16 @@ def _tick(into: Lateness) -> None:
 
 def start_clock(into: Lateness = LATENESS) -> None:
     """The clock thread of this process (again after a fork: threads do not survive one)."""
-    if _clock.get("pid") == os.getpid():
+    if _clock_pid == [os.getpid()]:
         return
-    thread = threading.Thread(target=_tick, args=(into,), name="harness clock", daemon=True)
-    thread.start()
-    _clock.update(pid=os.getpid(), thread=thread)
+    threading.Thread(target=_tick, args=(into,), name="harness clock", daemon=True).start()
+    _clock_pid[:] = [os.getpid()]
 
 
 def clock_boost(item: pytest.Item) -> float:
     """How much larger this attempt's timeouts are than the run's: 1, or BOOST when the case
     runs again after a starved failure."""
-    attempt = item.stash.get(_ATTEMPT, None)
-    return attempt.boost if attempt is not None else 1.0
+    return BOOST if _ATTEMPT in item.stash else 1.0
 
 
 def starved_at(item: pytest.Item) -> float:
@@ -129,7 +127,7 @@ def inconclusive(item: pytest.Item, failed: frozenset[str]) -> str:
     return (
         f"inconclusive: the harness's own clock stood still for {late:.1f} s while this case "
         f"timed the host, and {attempt.first_late:.1f} s in a first attempt at the run's "
-        f"timeouts; with {attempt.boost:g} times those timeouts it failed "
+        f"timeouts; with {BOOST:g} times those timeouts it failed "
         f"{_rules(failed)}, the first attempt {_rules(attempt.first_verdict)}: on a starved "
         "machine this is no verdict on the host (run again on a quieter machine, or with a "
         "larger --timeout-scale)"

@@ -33,44 +33,40 @@ CASES = textwrap.dedent(
     from mcp_host_conformance.harness.verdicts.outcomes import check
     from mcp_host_conformance.mocks.lateness import LATENESS
 
-    def attempt(name, timeouts):
+    @pytest.fixture
+    def which(request, timeouts):  # counts the case's attempts in a file named after it
+        name = request.node.name.removeprefix("test_")
         counter = Path(__file__).parent / f"{{name}}.attempts"
         counter.write_text(str(int(counter.read_text()) + 1) if counter.exists() else "1")
         return "boosted" if timeouts.scale > {SCALE} else "first"
 
-    @pytest.mark.mcphc_requirements("DISC-3")
-    def test_late_only_when_starved(timeouts):
-        if attempt("late_only_when_starved", timeouts) == "first":
-            LATENESS.note(5.0)  # the machine stood still: the host missed its bound
-            check(False, ids="DISC-3", expected="given up in time", actual="late")
-
-    @pytest.mark.mcphc_requirements("DISC-3", "RES-6")
-    def test_starved_twice_failing_otherwise(timeouts):
-        which = attempt("starved_twice_failing_otherwise", timeouts)
-        LATENESS.note(30.0)
-        rule = "DISC-3" if which == "first" else "RES-6"
+    def fails(rule, stall=0.0):
+        LATENESS.note(stall)  # a stall of the machine, as the clock thread would see it
         check(False, ids=rule, expected="in time", actual="late")
 
+    @pytest.mark.mcphc_requirements("DISC-3")
+    def test_late_only_when_starved(which):
+        if which == "first":
+            fails("DISC-3", 5.0)  # the machine stood still: the host missed its bound
+
+    @pytest.mark.mcphc_requirements("DISC-3", "RES-6")
+    def test_starved_twice_failing_otherwise(which):
+        fails("DISC-3" if which == "first" else "RES-6", 30.0)
+
     @pytest.mark.mcphc_requirements("APR-1")
-    def test_starved_twice_failing_alike(timeouts):
-        attempt("starved_twice_failing_alike", timeouts)
-        LATENESS.note(30.0)
-        check(False, ids="APR-1", expected="asked first", actual="called unasked")
+    def test_starved_twice_failing_alike(which):
+        fails("APR-1", 30.0)
 
     @pytest.mark.mcphc_requirements("DISC-3")
-    def test_fails_on_a_clock_that_kept_time(timeouts):
-        attempt("fails_on_a_clock_that_kept_time", timeouts)
-        check(False, ids="DISC-3", expected="given up in time", actual="late")
+    def test_fails_on_a_clock_that_kept_time(which):
+        fails("DISC-3")
 
     @pytest.mark.mcphc_requirements("DISC-3")
-    def test_fails_after_a_stall_below_the_threshold(timeouts):
-        attempt("fails_after_a_stall_below_the_threshold", timeouts)
-        LATENESS.note(1.0)
-        check(False, ids="DISC-3", expected="given up in time", actual="late")
+    def test_fails_after_a_stall_below_the_threshold(which):
+        fails("DISC-3", 1.0)
 
     @pytest.mark.mcphc_requirements("DISC-3")
-    def test_passes_while_starved(timeouts):
-        attempt("passes_while_starved", timeouts)
+    def test_passes_while_starved(which):
         LATENESS.note(30.0)
     """
 )
