@@ -102,9 +102,9 @@ def adding_does_not_connect(self: Monitor, observed: Observed) -> Iterator[Findi
     starts = observed.of("start")
     first_start = min((m.began for m in starts), default=None)
     for served in observed.served:
-        if not served.names or not served.entries:
+        if not served.names or not served.reached:
             continue
-        early = [e for e in served.entries if first_start is None or e.time < first_start]
+        early = [e for e in served.reached if first_start is None or e.time < first_start]
         adds = [m for m in observed.of("add") if m.text in served.names]
         if early and adds and early[0].time >= adds[0].began:
             yield self.finding(
@@ -132,7 +132,7 @@ def removed_stays_away(self: Monitor, observed: Observed) -> Iterator[Finding]:
         until = again[0].began if again else float("inf")
         later_starts = [m for m in observed.of("start") if removal.ended < m.began < until]
         for start in later_starts:
-            reached = [e for e in served.entries if start.began <= e.time <= start.ended]
+            reached = [e for e in served.reached if start.began <= e.time <= start.ended]
             if reached:
                 yield self.finding(
                     "CFG-5",

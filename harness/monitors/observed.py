@@ -72,10 +72,10 @@ class Served:
 
     @cached_property
     def reached(self) -> list[Entry]:
-        """What shows the host reached it: every entry but its loop's own events with no
+        """What shows the host reached it: every entry but the mock's own events with no
         connection (a TLS handshake the host refused or abandoned is journalled as a loop
-        error before any connection exists: seen only on a loaded machine, it reached
-        nothing)."""
+        error before any connection exists, seen only on a loaded machine; a case switching
+        the tools is journalled too): what the monitors of "received nothing" read."""
         return [e for e in self.entries if e.kind != "event" or e.connection is not None]
 
     def requests(self, method: str) -> list[Entry]:
