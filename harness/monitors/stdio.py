@@ -127,7 +127,8 @@ def own_process_group(self: Monitor, observed: Observed) -> Iterator[Finding]:
 @monitor(
     "stderr-not-shown",
     "STDIO-4",
-    "nothing a stdio server wrote to stderr (its flood) appeared in what the user saw",
+    "nothing a stdio server wrote to stderr (a flood, or what it said before exiting at once) "
+    "appeared in what the user saw",
 )
 def stderr_not_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
     flooding = [s for s in _stdio(observed) if s.mock.spec.misbehaviour.stderr_flood]
@@ -135,7 +136,7 @@ def stderr_not_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
         yield self.finding(
             "STDIO-4",
             "a stdio server's error output is discarded, never shown",
-            f"{flooding[0].label}'s stderr flood appeared in what the user saw",
+            f"{flooding[0].label}'s stderr output appeared in what the user saw",
         )
 
 

@@ -24,6 +24,7 @@ from mcp_host_conformance.harness.explorer.scenario import (
 )
 from mcp_host_conformance.harness.explorer.servers import spec_of
 from mcp_host_conformance.harness.explorer.shrink import candidates, shrink
+from mcp_host_conformance.harness.monitors.stdio import FLOOD_SEEN
 
 
 def _scenarios(seed: int, count: int) -> list[Scenario]:
@@ -66,6 +67,15 @@ def test_every_generated_server_makes_a_mock_spec():
             assert len(setup.spec.tools) == server.tool_count
             if server.credential == "header":
                 assert setup.headers["Authorization"] == "Bearer mcphc-canary-x"
+
+
+def test_a_stdio_server_that_exits_at_once_writes_to_stderr_first():
+    """What STDIO-4's monitor looks for in what the user saw: with no stderr a host that
+    shows a failed server's stderr shows nothing wrong."""
+    plan = ServerPlan("notes", transport="stdio", failure="exits-at-once")
+    bad = spec_of(plan, None, []).spec.misbehaviour
+    assert bad.exit_at_once is not None
+    assert bad.stderr_flood >= len(FLOOD_SEEN)
 
 
 GOOD = to_json(
