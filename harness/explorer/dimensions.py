@@ -165,6 +165,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ),
     ),
     Dimension(
+        "answer-sequence",
+        "how the person answers the confirmations of one turn of several calls",
+        ("one-by-one", "yes-to-every-call"),
+    ),
+    Dimension(
         "acknowledgement",
         "what the person answers when asked to acknowledge an unknown outcome",
         ("accept", "decline-then-accept"),

@@ -237,10 +237,7 @@ class Generator:
             calls = [call, call]
         elif turn == "a-tool-never-offered":
             calls = [CallPlan(None, None, self.pick("arguments"))]
-        answers = ["y" if self.rng.random() < 0.5 else self.pick("answer") for _ in calls]
-        for answer in answers:
-            if answer == "y":
-                self._pending[("answer", "y")] += 1
+        answers = self._answers(len(calls))
         return StepPlan(
             "ask",
             turn=turn,
@@ -248,6 +245,20 @@ class Generator:
             answers=tuple(answers),
             acknowledgement=self.pick("acknowledgement"),
         )
+
+    def _answers(self, count: int) -> list[str]:
+        # Drawn one by one, a yes about two times in three, every call of a long turn is let
+        # through almost never (seventeen: about once in 1,500 turns): a person who says yes
+        # to each is what shows a host's limits on what it lets through.
+        if count > 1 and self.pick("answer-sequence") == "yes-to-every-call":
+            answers = ["y"] * count
+        else:
+            answers = [self._answer() for _ in range(count)]
+        self._pending[("answer", "y")] += answers.count("y")
+        return answers
+
+    def _answer(self) -> str:
+        return "y" if self.rng.random() < 0.5 else self.pick("answer")
 
     def _call(self, tools: list[tuple[str, str]]) -> CallPlan:
         server, tool = self.rng.choice(tools)

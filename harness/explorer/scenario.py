@@ -38,6 +38,7 @@ MAX_FILLER = 140
 MAX_STEPS = 12
 MAX_CALLS = 20
 MAX_FILE = 1024 * 1024
+YES = ("y", "yes", "Y")  # the catalogue's answers that approve (APR-2: only a yes does)
 STEP_KINDS = ("start", "ask", "stop", "restart-resume", "restart-fresh", "remove", "list")
 
 
@@ -152,6 +153,9 @@ class Scenario:
                     yield "arguments", call.arguments
                 for answer in step.answers:
                     yield "answer", answer
+                if len(step.answers) > 1:
+                    every = all(a in YES for a in step.answers)
+                    yield "answer-sequence", "yes-to-every-call" if every else "one-by-one"
                 yield "acknowledgement", step.acknowledgement
             elif step.do == "restart-resume":
                 yield "session", "restarted-and-resumed"

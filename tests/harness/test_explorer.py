@@ -45,6 +45,22 @@ def test_every_value_of_the_catalogue_is_reached_within_forty_scenarios(seed):
     assert visits.unvisited() == []
 
 
+def test_every_call_of_a_long_turn_may_be_answered_yes():
+    """TURN-1's monitor sees a host let more than 16 calls through only when the person
+    approved them all: drawn one by one, seventeen yeses come about once in 1,500 turns."""
+    asks = [
+        step
+        for seed in (1, 2, 3)
+        for scenario in _scenarios(seed, 40)
+        for step in scenario.steps
+        if step.do == "ask" and step.turn == "seventeen-calls"
+    ]
+    yes_to_all = [step for step in asks if step.answers == ("y",) * 17]
+    assert yes_to_all
+    visited = Scenario(servers=(ServerPlan("docs"),), steps=(yes_to_all[0],)).visits()
+    assert ("answer-sequence", "yes-to-every-call") in set(visited)
+
+
 def test_the_same_seed_makes_the_same_scenarios():
     assert _scenarios(7, 10) == _scenarios(7, 10)
     assert _scenarios(7, 10) != _scenarios(8, 10)
