@@ -64,7 +64,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(
         "schema",
         "a tool's inputSchema",
-        ("default", "nested-with-ref", "15-kib", "17-kib", "not-an-object"),
+        (
+            "default",
+            "nested-with-ref",
+            "closed-with-a-default",
+            "15-kib",
+            "17-kib",
+            "not-an-object",
+        ),
     ),
     Dimension(
         "tool-name",
@@ -145,7 +152,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(
         "arguments",
         "the arguments of a call",
-        ("from-the-schema", "an-extra-field", "over-2-kib", "not-json"),
+        ("from-the-schema", "an-extra-field", "a-wrong-type", "over-2-kib", "not-json"),
     ),
     # -- the person --
     Dimension(

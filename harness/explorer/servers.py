@@ -18,7 +18,7 @@ from mcp_host_conformance.mocks.spec import (
     Tool,
 )
 
-__all__ = ["ServerSetup", "spec_of", "tool_of"]
+__all__ = ["ServerSetup", "input_schema", "spec_of", "tool_of"]
 
 KIB = 1024
 # what a shell would change, and a program started without one receives as written
@@ -51,7 +51,21 @@ def _sized(text: str, size: int) -> str:
     return (text + " " + "lorem ipsum " * (size // 12 + 1))[:size]
 
 
-def _schema(kind: str) -> Any:
+def input_schema(kind: str) -> Any:
+    """The inputSchema of a tool of the catalogue's `schema` value `kind`."""
+    if kind == "closed-with-a-default":
+        # as pydantic writes a model that forbids extra fields (zod's strict objects
+        # likewise): its members only, one of them optional with a default
+        return {
+            "type": "object",
+            "title": "Search",
+            "properties": {
+                "q": {"type": "string", "title": "Q"},
+                "limit": {"type": "integer", "title": "Limit", "default": 10},
+            },
+            "required": ["q"],
+            "additionalProperties": False,
+        }
     if kind == "nested-with-ref":
         return {
             "type": "object",
@@ -126,7 +140,7 @@ def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -
     return Tool(
         plan.name,
         description,
-        input_schema=_schema(plan.schema),
+        input_schema=input_schema(plan.schema),
         annotations=_ANNOTATIONS[plan.annotations],
         reply=_reply(plan.reply, secret, progress),
     )

@@ -32,8 +32,9 @@ from mcp_host_conformance.harness.cases.hostrun import (
     Timeouts,
 )
 from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
+from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.scenario import CallPlan, Scenario, StepPlan
-from mcp_host_conformance.harness.explorer.servers import spec_of
+from mcp_host_conformance.harness.explorer.servers import input_schema, spec_of
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
 from mcp_host_conformance.harness.run.cleanup import RESOURCES
@@ -87,24 +88,21 @@ class Outcome:
         return next((v for v in self.violations if key is None or v.key == key), None)
 
 
-def _arguments(plan: CallPlan) -> Any:
-    if plan.arguments == "an-extra-field":
-        return {"unexpected": "field"}
-    if plan.arguments == "over-2-kib":
-        return {"text": "a" * 3000}
-    if plan.arguments == "not-json":
-        return '{"q": unquoted'
-    return None  # the mock model builds them from the tool's schema
+def _arguments(plan: CallPlan, scenario: Scenario) -> Any:
+    server = scenario.server(plan.server)
+    tool = next((t for t in server.tools if t.name == plan.tool), None) if server else None
+    return call_arguments(plan.arguments, input_schema(tool.schema if tool else "default"))
 
 
-def _script(step: StepPlan, names: dict[str, str]) -> list[Step]:
+def _script(step: StepPlan, names: dict[str, str], scenario: Scenario) -> list[Step]:
     calls = []
     for plan in step.calls:
+        arguments = _arguments(plan, scenario)
         if plan.server is None:
-            calls.append(Step.invented("mcp_nowhere_nothing", _arguments(plan)))
+            calls.append(Step.invented("mcp_nowhere_nothing", arguments))
         else:
             server = names.get(plan.server, plan.server)
-            calls.append(Step.call(server=server, tool=plan.tool, arguments=_arguments(plan)))
+            calls.append(Step.call(server=server, tool=plan.tool, arguments=arguments))
     if not calls:
         return [Step.text("nothing to call")]
     if step.turn == "calls-in-sequence":
@@ -317,7 +315,7 @@ class _Session:
             if self.running is None or self.running.stopped is not None:
                 self._start(host)
             assert self.running is not None and host.model is not None
-            host.model.script(_script(step, self.names))
+            host.model.script(_script(step, self.names, self.scenario))
             answers = [answer_text(a) for a in step.answers]
             declined = step.acknowledgement != "accept"
             self.running.ask(QUESTION, approve=answers, acknowledge=not declined)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS, Visits
 from mcp_host_conformance.harness.explorer.generate import Generator
 from mcp_host_conformance.harness.explorer.scenario import (
@@ -22,7 +23,7 @@ from mcp_host_conformance.harness.explorer.scenario import (
     load,
     to_json,
 )
-from mcp_host_conformance.harness.explorer.servers import spec_of
+from mcp_host_conformance.harness.explorer.servers import input_schema, spec_of
 from mcp_host_conformance.harness.explorer.shrink import candidates, shrink
 from mcp_host_conformance.harness.monitors.stdio import FLOOD_SEEN
 
@@ -92,6 +93,41 @@ def test_a_stdio_server_that_exits_at_once_writes_to_stderr_first():
     bad = spec_of(plan, None, []).spec.misbehaviour
     assert bad.exit_at_once is not None
     assert bad.stderr_flood >= len(FLOOD_SEEN)
+
+
+@pytest.mark.parametrize(
+    "schema, kind, valid",
+    [
+        ("closed-with-a-default", "from-the-schema", True),
+        ("closed-with-a-default", "an-extra-field", False),
+        ("closed-with-a-default", "a-wrong-type", False),
+        ("nested-with-ref", "a-wrong-type", False),
+        ("15-kib", "a-wrong-type", False),
+        ("default", "an-extra-field", True),  # a schema that says nothing of extra members
+        ("default", "a-wrong-type", False),
+    ],
+)
+def test_odd_arguments_are_what_the_called_tool_s_schema_refuses(schema, kind, valid):
+    """ARGS-1's monitor sees a host send invalid arguments only when the model made some."""
+    from jsonschema import Draft202012Validator
+
+    from mcp_host_conformance.mocks.responses.script import arguments_for_schema
+
+    tool_schema = input_schema(schema)
+    sent = call_arguments(kind, tool_schema)
+    if sent is None:
+        sent = arguments_for_schema(tool_schema)
+    elif isinstance(sent, str):
+        sent = json.loads(sent)  # as the host reads the model's arguments text
+    assert Draft202012Validator(tool_schema).is_valid(sent) is valid
+
+
+def test_a_wrong_type_is_a_boolean_where_a_number_is_wanted():
+    """The wrong type a lax check (Python's isinstance) takes for an integer."""
+    assert call_arguments("a-wrong-type", input_schema("closed-with-a-default")) == {
+        "q": "test",
+        "limit": True,
+    }
 
 
 GOOD = to_json(
