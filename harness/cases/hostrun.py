@@ -297,9 +297,18 @@ class Running:
             not not_offered,
             ids=offer_rule or "EXP-5",
             expected="a function offered for every MCP tool the (scripted) model calls",
-            actual="; ".join(not_offered),
+            actual="; ".join([*not_offered, *self._unavailable()] if not_offered else []),
         )
         return turn
+
+    def _unavailable(self) -> list[str]:
+        """What the host said at start about each server it left unavailable: why a tool was
+        not offered, when the host knows (a start that failed under load shows here)."""
+        return [
+            f"the host said of {s.name}: {s.line or s.reason or 'unavailable'}"
+            for s in self.statuses
+            if not s.connected
+        ]
 
     def _tools_refused_since(self, began: float) -> None:
         """A model request of this turn that the real service would refuse for a tool it
