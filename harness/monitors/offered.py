@@ -12,6 +12,7 @@ under two names in one case is skipped, since its label could rightly be either.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -302,6 +303,15 @@ def _healthy(served: Served) -> bool:
     )
 
 
+def _emptied(served: Served) -> float:
+    """From when a server may list no tools at all (its tools change to none after its first
+    call): from then on, that none of its tools is offered is no failure's doing."""
+    bad = served.mock.spec.misbehaviour
+    if not bad.change_tools_after_call or bad.changed_tools:
+        return math.inf
+    return min((e.time for e in served.requests("tools/call")), default=math.inf)
+
+
 @monitor(
     "healthy-beside-failed",
     "DISC-4 STDIO-6",
@@ -325,10 +335,12 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
             )
             if not listed:
                 continue
+            emptied = _emptied(served)
             missing = [
                 r
                 for r in requests
-                if not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
+                if r.time < emptied
+                and not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
             ]
             if missing:
                 yield self.finding(
