@@ -45,22 +45,30 @@ def _read(path: Path) -> bytes:
     "not the model; an environment value configured for a stdio server reached no other",
 )
 def secret_goes_to_its_server(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    secrets = observed.configured_secrets
+    if not secrets:  # most cases configure none: no journal is read as text
+        return
+    # each journal as text once, for every secret searched in it
     model_text = _journal_text(observed.model.journal.entries()) if observed.model else ""
-    for canary, owners in observed.configured_secrets:
+    served_texts = [(served, _journal_text(served.entries)) for served in observed.served]
+    other_texts = []
+    for mock in observed.other_mocks:
+        try:
+            entries = list(mock.journal.entries())
+        except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
+            continue
+        other_texts.append((type(mock).__name__, _journal_text(entries)))
+    for canary, owners in secrets:
         search = observed.secrets_of([canary.value])
         rule = "CRED-1" if any(isinstance(o, HttpServer) for o in owners) else "CRED-2"
         names = {o.name for o in owners}
         where = []
-        for served in observed.served:
+        for served, text in served_texts:
             if names & set(served.names):
                 continue
-            where += search.found_in(_journal_text(served.entries), f"server {served.label}")
-        for mock in observed.other_mocks:
-            try:
-                entries = list(mock.journal.entries())
-            except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
-                continue
-            where += search.found_in(_journal_text(entries), type(mock).__name__)
+            where += search.found_in(text, f"server {served.label}")
+        for label, text in other_texts:
+            where += search.found_in(text, label)
         where += search.found_in(model_text, "the model service")
         if where:
             yield self.finding(
