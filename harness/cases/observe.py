@@ -35,7 +35,7 @@ from mcp_host_conformance.mocks.model_script import (
     label,
     offered_tools,
 )
-from mcp_host_conformance.mocks.responses.bodies import as_responses
+from mcp_host_conformance.mocks.responses.bodies import api_outcome, as_responses
 from mcp_host_conformance.mocks.responses.script import carries, offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_PREFIX, tool_marker
 
@@ -316,8 +316,13 @@ def status_not_conveyed(output: object, *happened: str) -> str | None:
     states none (no framing, field, phrase or the host's declared words) or another; None
     when it states one of them. The rules that give a status (RES-1, RES-5 to RES-9) fail
     when the model cannot tell it; the others never fail for the status alone (the catalog's
-    RES decision)."""
+    RES decision). An output that states none in its text conveys what its API's own field
+    says (the catalog's "in a field"): the Messages API's `is_error` set is failed, not set
+    is completed. It never conveys unknown or denied (the field has no such value), and it
+    contradicts no statement in the text (`status_contradiction` reads the text only)."""
     if stated_status(output) is None:
+        if api_outcome(output) in happened:  # the Messages API's is_error, set or not
+            return None
         return (
             f"the model received {output_text(output)[:200]!r}, which states no status: "
             f"{' or '.join(happened)} is not conveyed (the substance may hold; the status does "

@@ -39,6 +39,42 @@ def label(server: str, tool: str) -> str:
 # ---- one shape ---------------------------------------------------------------------------
 
 
+class FlaggedText(str):
+    """An Anthropic tool result's text, with the API's own outcome field beside it."""
+
+    is_error: bool = False
+
+
+class FlaggedParts(list[Any]):
+    """An Anthropic tool result's content blocks, with the API's own outcome field."""
+
+    is_error: bool = False
+
+
+def flagged(content: Any, is_error: bool) -> Any:
+    """A tool result's content as its Responses output, still a str or a list (every reader
+    reads it as one), carrying `is_error`: in the Messages API the field, not the text, tells
+    the model that a call failed, and its absence that it succeeded. Other content as is."""
+    if isinstance(content, str):
+        text = FlaggedText(content)
+        text.is_error = is_error
+        return text
+    if isinstance(content, list):
+        parts = FlaggedParts(content)
+        parts.is_error = is_error
+        return parts
+    return content
+
+
+def api_outcome(output: Any) -> str | None:
+    """What the API's own field says of a tool result (the Messages API's `is_error`):
+    "failed" when set, "completed" when not; None for an output of an API with no such
+    field (Responses, Chat Completions)."""
+    if isinstance(output, FlaggedText | FlaggedParts):
+        return "failed" if output.is_error else "completed"
+    return None
+
+
 def is_conversation(body: Any) -> bool:
     """Whether `body` is a Chat Completions or Messages request (`messages`, no `input`)."""
     return isinstance(body, dict) and "messages" in body and "input" not in body
@@ -139,7 +175,7 @@ def _items_of(message: Any) -> list[dict[str, Any]]:
                 result = {
                     "type": "function_call_output",
                     "call_id": block.get("tool_use_id"),
-                    "output": block.get("content"),
+                    "output": flagged(block.get("content"), block.get("is_error") is True),
                 }
                 if "is_error" in block:
                     result["is_error"] = block["is_error"]

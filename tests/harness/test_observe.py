@@ -205,3 +205,48 @@ def test_a_status_is_conveyed_only_when_the_output_states_it():
     )
     assert status_not_conveyed("[Tool result: completed] alpha", "completed") is None
     assert status_not_conveyed("The outcome of this call is unknown: no answer", "unknown") is None
+
+
+def test_a_messages_result_conveys_what_its_is_error_field_says():
+    """The Messages API tells the model a call failed in its own field (`is_error`), and that
+    it succeeded by leaving it unset: an output stating no status in its text conveys that
+    (RES-1, RES-5), never unknown or denied; a statement in the text still decides, and the
+    same text on an API without the field (Chat Completions) conveys nothing."""
+    body = {
+        "model": "claude-test",
+        "max_tokens": 64,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "ok", "content": "alpha"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "bad",
+                        "content": [{"type": "text", "text": "disk quota exceeded"}],
+                        "is_error": True,
+                    },
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "said",
+                        "content": "Status: unknown",
+                        "is_error": True,
+                    },
+                ],
+            }
+        ],
+    }
+    (ok,) = paired_outputs(body, "ok")
+    (bad,) = paired_outputs(body, "bad")
+    (said,) = paired_outputs(body, "said")
+    assert status_not_conveyed(ok, "completed") is None
+    assert status_not_conveyed(bad, "failed") is None
+    assert output_text(bad) == "disk quota exceeded"
+    assert "states no status" in (status_not_conveyed(ok, "failed") or "")
+    assert "states no status" in (status_not_conveyed(bad, "unknown") or "")
+    assert "states no status" in (status_not_conveyed(bad, "denied") or "")
+    assert "stating status unknown" in (status_not_conveyed(said, "failed") or "")
+    assert status_contradiction(bad, "unknown") is None  # the field contradicts nothing
+    chat = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "ok", "content": "alpha"}]}
+    (plain,) = paired_outputs(chat, "ok")
+    assert "states no status" in (status_not_conveyed(plain, "completed") or "")
