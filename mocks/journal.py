@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 TYPE_CHECKING = False  # no `typing` at run time: the stdio mock imports this (stdio_server)
 if TYPE_CHECKING:
@@ -59,9 +59,7 @@ class Entry:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        # shallow, not `asdict`'s deep copy: every caller serializes it at once, and the
-        # monitors serialize every entry of a case after it (asdict was most of their CPU)
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
