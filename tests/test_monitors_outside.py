@@ -209,8 +209,8 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "argv-verbatim": ("runs-through-shell", "STDIO-1"),  # found
     "arguments-valid": ("validates-top-level-only", "ARGS-1"),  # found
     "stderr-not-shown": ("shows-stderr-of-failed-server", "STDIO-4"),  # found
-    # seventeen calls answered yes: at that budget every such turn met a server that failed
-    # or a tool the host did not offer
+    # seventeen calls answered yes: at that budget no such turn put seventeen through, each
+    # call drawing its own tool (some of a server that fails) and arguments (some no JSON)
     "sixteen-a-turn": ("no-call-limit", "TURN-1"),
     "exposed-names": ("lowercases-server-name", "EXP-1"),
     "offers-fixed-per-session": ("relists-tools-each-turn", "DISC-5"),
