@@ -297,7 +297,7 @@ class Running:
             not not_offered,
             ids=offer_rule or "EXP-5",
             expected="a function offered for every MCP tool the (scripted) model calls",
-            actual="; ".join([*not_offered, *self._unavailable()] if not_offered else []),
+            actual="; ".join([*not_offered, *self._unavailable()]),
         )
         return turn
 

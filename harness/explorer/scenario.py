@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from mcp_host_conformance.harness.cases.timeline import approves
 from mcp_host_conformance.harness.explorer.dimensions import dimension
 
 __all__ = [
@@ -38,7 +39,6 @@ MAX_FILLER = 140
 MAX_STEPS = 12
 MAX_CALLS = 20
 MAX_FILE = 1024 * 1024
-YES = ("y", "yes", "Y")  # the catalogue's answers that approve (APR-2: only a yes does)
 STEP_KINDS = ("start", "ask", "stop", "restart-resume", "restart-fresh", "remove", "list")
 
 
@@ -154,7 +154,7 @@ class Scenario:
                 for answer in step.answers:
                     yield "answer", answer
                 if len(step.answers) > 1:
-                    every = all(a in YES for a in step.answers)
+                    every = all(approves(a) for a in step.answers)
                     yield "answer-sequence", "yes-to-every-call" if every else "one-by-one"
                 yield "acknowledgement", step.acknowledgement
             elif step.do == "restart-resume":

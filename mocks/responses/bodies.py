@@ -55,15 +55,12 @@ def flagged(content: Any, is_error: bool) -> Any:
     """A tool result's content as its Responses output, still a str or a list (every reader
     reads it as one), carrying `is_error`: in the Messages API the field, not the text, tells
     the model that a call failed, and its absence that it succeeded. Other content as is."""
-    if isinstance(content, str):
-        text = FlaggedText(content)
-        text.is_error = is_error
-        return text
-    if isinstance(content, list):
-        parts = FlaggedParts(content)
-        parts.is_error = is_error
-        return parts
-    return content
+    kind = FlaggedText if isinstance(content, str) else FlaggedParts
+    if not isinstance(content, str | list):
+        return content
+    output = kind(content)
+    output.is_error = is_error
+    return output
 
 
 def api_outcome(output: Any) -> str | None:
