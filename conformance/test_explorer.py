@@ -40,7 +40,7 @@ def _world(pytestconfig, adapter, description, timeouts, lures, second) -> World
     )
 
 
-def _replay(world: World, path: str) -> list[Finding]:
+def _replay(world: World, path: str, record_property) -> list[Finding]:
     try:
         scenario, about = load(Path(path).read_bytes())
     except OSError as exc:
@@ -48,6 +48,9 @@ def _replay(world: World, path: str) -> list[Finding]:
     except ScenarioError as exc:
         pytest.fail(f"{inline(path)}: {exc}", False)
     outcome = replay(world, scenario)
+    record_property("explorer: seconds", round(outcome.seconds, 1))
+    if outcome.errors:
+        record_property("explorer: steps the host could not take", outcome.errors[:20])
     return [
         Finding(
             v.finding.rule,
@@ -66,7 +69,7 @@ def test_generated_sessions(
     world = _world(pytestconfig, adapter, description, timeouts, _lures, _second_process)
     replaying = option(pytestconfig, "explore_replay", None)
     if replaying:
-        findings = _replay(world, replaying)
+        findings = _replay(world, replaying, record_property)
         if findings:
             raise MonitorFailure(findings)
         return

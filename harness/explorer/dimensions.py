@@ -53,6 +53,17 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "the name a server gives itself in initialize",
         ("its-configured-name", "another-name", "another-server's-name"),
     ),
+    Dimension(
+        "stdio-ending",
+        "how a stdio server ends when its host stops it",
+        (
+            "at-end-of-input",
+            "lingers",
+            "ignores-sigterm",
+            "spawns-a-child",
+            "daemonizes",
+        ),
+    ),
     # -- tool lists --
     Dimension("tool-count", "how many tools a server lists", ("1", "several", "128", "129")),
     Dimension(
@@ -60,7 +71,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "over how many tools/list pages",
         ("one", "several", "16", "17"),
     ),
-    Dimension("description", "a tool's description", ("short", "8-kib", "empty")),
+    Dimension("description", "a tool's description", ("short", "8-kib", "empty", "non-ascii")),
     Dimension(
         "schema",
         "a tool's inputSchema",
@@ -104,6 +115,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "over-64-kib",
             "echoes-its-secret",
             "control-characters",
+            "non-ascii-text",
+            "resource-blob",
         ),
     ),
     Dimension(
@@ -118,6 +131,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "none",
             "http-500-at-call",
             "http-404-at-call",
+            "session-lost-at-call",
             "reset-after-call",
             "close-after-call",
             "garbage-at-call",
@@ -193,6 +207,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ),
     ),
     # -- the host's environment --
+    Dimension(
+        "configuration",
+        "what the host's own configuration holds when it first starts",
+        ("the-servers", "none-configured", "all-removed"),
+    ),
     Dimension("umask", "the file-creation mask the host starts with", ("022", "077", "000")),
     Dimension("locale", "the locale variables the host starts with", ("inherited", "C", "tr_TR")),
 )

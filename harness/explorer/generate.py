@@ -26,9 +26,11 @@ from mcp_host_conformance.harness.explorer.scenario import (
 __all__ = ["STEER", "Generator"]
 
 STEER = 0.8
+CONFIGURED = 0.8  # the share of scenarios whose host starts with its servers configured
 HTTP_ONLY = {
     "http-500-at-call",
     "http-404-at-call",
+    "session-lost-at-call",
     "polled-call",
     "refused-resume",
     "rejects-401",
@@ -70,7 +72,16 @@ class Generator:
             steps=tuple(steps),
             umask=self.pick("umask"),
             locale=self.pick("locale"),
+            configuration=self._configuration(),
         )
+
+    def _configuration(self) -> str:
+        # A host with none of its servers configured is a scenario whose servers and calls
+        # go unused: a few are worth a visit, not a share of every three.
+        if self.rng.random() < CONFIGURED:
+            self._pending[("configuration", "the-servers")] += 1
+            return "the-servers"
+        return self.pick("configuration", ("none-configured", "all-removed"))
 
     # ---- servers ------------------------------------------------------------------------
 
@@ -124,6 +135,7 @@ class Generator:
             credential=credential,
             secret_shape=self.pick("secret-shape") if credential != "none" else "plain",
             arguments=self.pick("stdio-arguments") if transport == "stdio" else "none",
+            ending=self.pick("stdio-ending") if transport == "stdio" else "at-end-of-input",
             calls_itself=calls_itself,
             tools=tuple(tools),
             filler=filler,

@@ -65,6 +65,7 @@ class ServerPlan:
     credential: str = "none"
     secret_shape: str = "plain"
     arguments: str = "none"  # stdio: the arguments it is configured with
+    ending: str = "at-end-of-input"  # stdio: how it ends when the host stops it
     calls_itself: str = "its-configured-name"
     tools: tuple[ToolPlan, ...] = (ToolPlan("query"),)
     filler: int = 0  # plain tools added after `tools` (t001, t002, ...)
@@ -110,6 +111,7 @@ class Scenario:
     steps: tuple[StepPlan, ...]
     umask: str = "022"
     locale: str = "inherited"
+    configuration: str = "the-servers"  # or none configured, or all removed before the start
 
     def server(self, name: str | None) -> ServerPlan | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -128,6 +130,7 @@ class Scenario:
             yield "credential", server.credential
             if server.transport == "stdio":
                 yield "stdio-arguments", server.arguments
+                yield "stdio-ending", server.ending
             if server.credential != "none":
                 yield "secret-shape", server.secret_shape
             yield "server-name", server.name_kind
@@ -171,6 +174,7 @@ class Scenario:
             yield "session", "continues"
         yield "umask", self.umask
         yield "locale", self.locale
+        yield "configuration", self.configuration
 
     def describe(self) -> list[str]:
         """The scenario as lines a person reads: the servers, then the steps."""
@@ -189,6 +193,9 @@ class Scenario:
                 f"pages of {s.page_size}" if s.page_size else "",
                 f"credential {s.credential} ({s.secret_shape})" if s.credential != "none" else "",
                 "arguments a shell would change" if s.arguments != "none" else "",
+                f"ends: {s.ending}"
+                if s.transport == "stdio" and s.ending != "at-end-of-input"
+                else "",
                 f"calls itself {s.calls_itself}" if s.calls_itself != "its-configured-name" else "",
                 f"answers {s.timing}" if s.timing != "at-once" else "",
                 f"failure {s.failure}" if s.failure != "none" else "",
@@ -199,6 +206,8 @@ class Scenario:
             lines.append(
                 f"server {s.name} over {s.transport}: {tools}" + (f"; {more}" if more else "")
             )
+        if self.configuration != "the-servers":
+            lines.append(f"host configuration: {self.configuration.replace('-', ' ')}")
         if self.umask != "022" or self.locale != "inherited":
             lines.append(f"host environment: umask {self.umask}, locale {self.locale}")
         for n, step in enumerate(self.steps, start=1):
@@ -274,6 +283,7 @@ def from_json(data: Any) -> Scenario:
         steps=steps,
         umask=_value(data, "umask", "umask", "022"),
         locale=_value(data, "locale", "locale", "inherited"),
+        configuration=_value(data, "configuration", "configuration", "the-servers"),
     )
 
 
@@ -334,6 +344,7 @@ def _server(data: Any, where: str) -> ServerPlan:
         credential=_value(data, "credential", "credential", "none", where),
         secret_shape=_value(data, "secret_shape", "secret-shape", "plain", where),
         arguments=_value(data, "arguments", "stdio-arguments", "none", where),
+        ending=_value(data, "ending", "stdio-ending", "at-end-of-input", where),
         calls_itself=_value(data, "calls_itself", "calls-itself", "its-configured-name", where),
         tools=tools,
         filler=_count(data.get("filler", 0), f"{where}.filler", MAX_FILLER),

@@ -47,6 +47,14 @@ class ServerSetup:
     tls: str | None = None  # HTTP: "trusted" or "untrusted"
 
 
+# text of more than one byte a character (two, three and four in UTF-8), as servers in any
+# language send it: a host that decodes it with another charset changes what it passes on
+NON_ASCII = "Größe, naïve café — 東京 ✓ 🙂"
+# a table a server returns as a blob of a text type (a file read whole): data, not text for
+# the model, whatever its type says (RES-2)
+BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
+
+
 def _sized(text: str, size: int) -> str:
     return (text + " " + "lorem ipsum " * (size // 12 + 1))[:size]
 
@@ -122,6 +130,10 @@ def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
         reply.pad_to = 80 * KIB
     elif kind == "control-characters":
         reply = Reply.text("done \x1b[2J\x1b]0;title\x07 then \u202eesrever\u202c and \x9b1m")
+    elif kind == "non-ascii-text":
+        reply = Reply.text(f"result: {NON_ASCII}")
+    elif kind == "resource-blob":
+        reply = Reply.resource_blob("file:///srv/totals.csv", BLOB_TABLE, "text/csv")
     elif kind == "echoes-its-secret" and secret is not None:
         reply = Reply.text(f"configured with token {secret}")
     else:
@@ -136,6 +148,7 @@ def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -
         "short": "Looks something up.",
         "8-kib": _sized("Looks something up.", 8 * KIB),
         "empty": "",
+        "non-ascii": f"Looks something up: {NON_ASCII}.",
     }[plan.description]
     return Tool(
         plan.name,
@@ -151,6 +164,7 @@ def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -
 _FAILURES: dict[str, dict[str, object]] = {
     "http-500-at-call": {"call_http_status": 500},
     "http-404-at-call": {"call_http_status": 404},
+    "session-lost-at-call": {"call_session_lost": True},
     "reset-after-call": {"drop_call": "reset"},
     "close-after-call": {"drop_call": "close"},
     "garbage-at-call": {"garbage_at": "tools/call"},
@@ -168,6 +182,19 @@ _FAILURES: dict[str, dict[str, object]] = {
 }
 
 
+# How a stdio server ends: most exit at the end of their input; some keep running until a
+# signal; some leave a child in their group; some (a wrapper and the server it started) only
+# SIGKILL ends; some fork away from the process the host started (STDIO-5: what the host's
+# stop must still end)
+_ENDINGS: dict[str, dict[str, object]] = {
+    "at-end-of-input": {},
+    "lingers": {"linger": True},
+    "ignores-sigterm": {"linger": True, "ignore_sigterm": True, "spawn_child": True},
+    "spawns-a-child": {"spawn_child": True},
+    "daemonizes": {"linger": True, "daemonize": True},
+}
+
+
 def _misbehaviour(
     plan: ServerPlan, scale: float, tools: list[Tool], sink: str | None
 ) -> Misbehaviour:
@@ -180,6 +207,9 @@ def _misbehaviour(
         bad.stall.append("initialize")
     elif failure == "redirects" and sink is not None:
         bad.redirect_status, bad.redirect_to, bad.redirect_at = 307, sink, "*"
+    if plan.transport == "stdio":
+        for attribute, value in _ENDINGS[plan.ending].items():
+            setattr(bad, attribute, value)
     if plan.timing == "slow":
         bad.delays["tools/call"] = SLOW_CALL * scale
     elif plan.timing == "silent":

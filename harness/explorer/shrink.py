@@ -32,6 +32,7 @@ PLAIN_SERVER: dict[str, Any] = {
     "tools_change": "never",
     "credential": "none",
     "arguments": "none",
+    "ending": "at-end-of-input",
     "calls_itself": "its-configured-name",
     "http_answers": "sse",
     "transport": "http",
@@ -179,6 +180,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield replace(scenario, umask="022")
     if scenario.locale != "inherited":
         yield replace(scenario, locale="inherited")
+    if scenario.configuration != "the-servers":
+        yield replace(scenario, configuration="the-servers")
 
 
 def shrink(

@@ -209,7 +209,8 @@ class _Session:
             elsewhere.start()
             sink = str(elsewhere.url)
         names = [s.name for s in self.scenario.servers]
-        for plan in self.scenario.servers:
+        configured = self.scenario.configuration != "none-configured"
+        for plan in self.scenario.servers if configured else ():
             secret = None
             if plan.credential != "none":
                 special = plan.secret_shape != "plain"
@@ -228,6 +229,14 @@ class _Session:
                 if mock.ca_file:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
             self._add(host, plan.name, plan.transport, mock, setup)
+        if self.scenario.configuration == "all-removed":
+            # the host's configuration exists and holds no server when it first starts
+            for name in list(self.names.values()):
+                try:
+                    host.remove(name)
+                except (AdapterError, HarnessTimeout, ConformanceFailure) as exc:
+                    self.outcome.errors.append(f"remove {name}: {_said(exc)}")
+            self.names.clear()
         return host
 
     def _add(self, host: Host, name: str, transport: str, mock: Any, setup: Any) -> None:

@@ -14,6 +14,7 @@ call ended unknown (a call timeout on a starved machine must not read as a lost 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -257,6 +258,17 @@ def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]
         )
 
 
+def _as_text(value: str) -> str | None:
+    """The first line of base64 `value` decoded, when it is UTF-8 text long enough not to
+    turn up by chance (a blob of a text type, as a file read whole is sent)."""
+    try:
+        text = base64.b64decode(value, validate=True).decode("utf-8")
+    except ValueError:
+        return None
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) >= 12 and line.isprintable() else None
+
+
 @monitor(
     "binary-kept-out",
     "RES-2",
@@ -273,6 +285,9 @@ def binary_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 value = (inner or {}).get("data") or (inner or {}).get("blob")
                 if isinstance(value, str) and len(value) >= 8:
                     data.append((f"{served.label}/{tool.name}", value))
+                    decoded = _as_text(value)
+                    if decoded is not None:  # a blob of text, decoded by the host: still its data
+                        data.append((f"{served.label}/{tool.name} (decoded)", decoded))
     if not data:
         return
     text = "\n".join(json.dumps(r.body, ensure_ascii=False) for r in observed.requests)

@@ -1,0 +1,127 @@
+"""Catalogue values that reach a monitor: a scenario holding the value, replayed through the
+command as a host author replays a file, is broken by a host that mishandles it and kept by
+the reference host.
+
+Each scenario is the plainest that holds one value (the shrinker's own output for it), so a
+change to the world or to a monitor that no longer lets the value show fails here, not only
+in the generalization measure (tests/test_explorer_zoo.py, docs/explorer.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_host_conformance.harness.explorer.scenario import (
+    CallPlan,
+    Scenario,
+    ServerPlan,
+    StepPlan,
+    ToolPlan,
+    to_json,
+)
+
+BOUND = 120.0
+ASK = StepPlan("ask", calls=(CallPlan("docs", "query"),), answers=("y",))
+
+
+def _one_tool(reply: str, **server: str) -> Scenario:
+    plan = ServerPlan("docs", tools=(ToolPlan("query", reply=reply),), **server)  # type: ignore[arg-type]
+    return Scenario(servers=(plan,), steps=(StepPlan("start"), ASK))
+
+
+# value -> (scenario, a host that mishandles it, the rule its monitor then sees broken)
+VALUES = {
+    "configuration none-configured": (
+        Scenario(
+            servers=(ServerPlan("docs"),),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+            configuration="none-configured",
+        ),
+        "project-config-when-home-empty",
+        "CFG-2",
+    ),
+    "configuration all-removed": (
+        Scenario(
+            servers=(ServerPlan("docs"),),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+            configuration="all-removed",
+        ),
+        "project-config-when-home-empty",
+        "CFG-2",
+    ),
+    "reply non-ascii-text over SSE": (
+        _one_tool("non-ascii-text"),
+        "sse-data-as-latin1",
+        "RES-1",
+    ),
+    "reply non-ascii-text over stdio": (
+        _one_tool("non-ascii-text", transport="stdio"),
+        "stdio-lines-as-latin1",
+        "RES-1",
+    ),
+    "reply resource-blob": (_one_tool("resource-blob"), "decodes-text-blobs", "RES-2"),
+    "failure session-lost-at-call": (
+        _one_tool("text", failure="session-lost-at-call"),
+        "resends-call-after-lost-session",
+        "RETRY-1",
+    ),
+    "stdio-ending spawns-a-child": (
+        _one_tool("text", transport="stdio", ending="spawns-a-child"),
+        "forgets-to-reap",
+        "STDIO-5",
+    ),
+    "stdio-ending ignores-sigterm": (
+        _one_tool("text", transport="stdio", ending="ignores-sigterm"),
+        "never-escalates-to-sigkill",
+        "STDIO-5",
+    ),
+    "stdio-ending daemonizes": (
+        _one_tool("text", transport="stdio", ending="daemonizes"),
+        "signals-only-live-leaders",
+        "STDIO-5",
+    ),
+}
+
+
+def _replay(client: str, scenario: Scenario, tmp_path: Path) -> tuple[int, dict]:
+    path, report = tmp_path / f"{client}.json", tmp_path / f"{client}-report.json"
+    path.write_text(json.dumps(to_json(scenario)), "utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_"))}
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "mcp_host_conformance", "explore", "--client", client),
+            *("--network", "host", "--timeout-scale", "2", "--replay", str(path)),
+            *("--report-json", str(report)),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-2000:]
+    return done.returncode, json.loads(report.read_text("utf-8"))
+
+
+def _failed(report: dict) -> set[str]:
+    return {rule for rule, r in report["requirements"].items() if r["outcome"] == "failed"}
+
+
+@pytest.mark.parametrize("value", sorted(VALUES))
+def test_a_host_that_mishandles_the_value_is_seen(value: str, tmp_path: Path) -> None:
+    scenario, client, rule = VALUES[value]
+    status, report = _replay(client, scenario, tmp_path)
+    assert rule in _failed(report), (client, _failed(report))
+    assert status != 0
+
+
+def test_the_reference_host_keeps_every_rule_in_them(tmp_path: Path) -> None:
+    for value in sorted(VALUES):
+        status, report = _replay("reference", VALUES[value][0], tmp_path)
+        assert status == 0 and not _failed(report), (value, _failed(report))
