@@ -200,7 +200,9 @@ def call_each(
     for first in range(0, len(calls), CALLS_A_SESSION):
         if running is not None:
             running.stop()
-        running = host.start(**start)
+            running = host.start_again(**start)
+        else:
+            running = host.start(**start)
         session = calls[first : first + CALLS_A_SESSION]
         for at in range(0, len(session), CALLS_A_TURN):
             chunk = session[at : at + CALLS_A_TURN]

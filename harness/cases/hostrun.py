@@ -673,6 +673,22 @@ class Host:
             running.review(True)
         return running
 
+    def start_again(self, **overrides: Any) -> Running:
+        """`start` again, with the servers the host's last session connected, as a case's own
+        device (a second session for what one leaves undone), not its rule's subject: a host
+        that then fails to start has not connected its configured servers at start, DISC-1's
+        failure, and the case cannot judge its own rule (a precondition naming DISC-1)."""
+        try:
+            return self.start(**overrides)
+        except (AdapterError, HarnessTimeout) as exc:
+            precondition(
+                False,
+                ids="DISC-1",
+                expected="the host starts again with the servers its last session connected",
+                actual=f"its next start failed: {' '.join(str(exc).split())[:500]}",
+            )
+            raise  # not reached: the precondition raised
+
     def stop_all(self) -> builtins.list[BaseException]:  # `list` is the method above
         """Stop every client still running (teardown); the problems met, never raised, but
         for an interruption (Ctrl-C, SIGTERM), raised once every client was stopped: the run
