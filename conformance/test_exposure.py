@@ -429,7 +429,7 @@ def test_description_is_labelled_and_marks_results_untrusted(host, http_mock, st
         ("docs", "query"): "Searches the documentation index for a phrase.",
         ("docs", "read.file"): "Reads a file; its name needs a hash suffix.",
         ("docs", "long"): LONG_TEXT.strip(),
-        ("local", "run"): "Runs a local command.",
+        ("local", "run"): "Runs a local command — ausgeführt, ✓.",  # multi-byte over stdio too
     }
     host.add_http(
         "docs",

@@ -534,8 +534,10 @@ CLIENTS = [
     BrokenClient(
         "stdio-lines-as-latin1",
         "Decodes the lines of stdio servers as latin-1.",
-        {"RES-1"},
+        # EXP-4: its stdio server's description is multi-byte (found by the explorer first)
+        {"RES-1", "EXP-4"},
         (Seam("mcp_host_conformance.reference_client.transports.stdio.parse_json", _as_latin1()),),
+        target="RES-1",
     ),
     BrokenClient(
         "prefers-structured-content",
