@@ -23,6 +23,7 @@ from mcp_host_conformance.harness.verdicts.outcomes import Finding, MonitorFailu
 from mcp_host_conformance.harness.verdicts.safe_text import inline
 
 SCENARIOS_DIR = "mcphc-scenarios"
+MAX_REPLAYS = 200  # scenario files replayed from one folder
 
 
 def _world(pytestconfig, adapter, description, timeouts, lures, second) -> World:
@@ -40,26 +41,41 @@ def _world(pytestconfig, adapter, description, timeouts, lures, second) -> World
     )
 
 
-def _replay(world: World, path: str, record_property) -> list[Finding]:
-    try:
-        scenario, about = load(Path(path).read_bytes())
-    except OSError as exc:
-        pytest.fail(f"cannot read the scenario file {inline(path)}: {exc.strerror}", False)
-    except ScenarioError as exc:
-        pytest.fail(f"{inline(path)}: {exc}", False)
-    outcome = replay(world, scenario)
-    record_property("explorer: seconds", round(outcome.seconds, 1))
-    if outcome.errors:
-        record_property("explorer: steps the host could not take", outcome.errors[:20])
-    return [
-        Finding(
-            v.finding.rule,
-            v.finding.monitor,
-            v.finding.expected,
-            f"{v.finding.actual} (replaying {inline(path)}, after step {v.step + 1})",
-        )
-        for v in outcome.violations
-    ]
+def _replay(world: World, replaying: str, record_property) -> list[Finding]:
+    """Findings of the scenario file `replaying`, or of every one in that folder."""
+    where = Path(replaying)
+    paths = sorted(where.glob("*.json")) if where.is_dir() else [where]
+    scenarios = []
+    for path in paths[:MAX_REPLAYS]:
+        try:
+            scenarios.append((str(path), load(path.read_bytes())[0]))
+        except OSError as exc:
+            pytest.fail(f"cannot read the scenario file {inline(str(path))}: {exc.strerror}", False)
+        except ScenarioError as exc:
+            pytest.fail(f"{inline(str(path))}: {exc}", False)
+    findings: list[Finding] = []
+    seconds = 0.0
+    errors: list[str] = []
+    for shown, scenario in scenarios:
+        outcome = replay(world, scenario)
+        seconds += outcome.seconds
+        named = f"{Path(shown).name}: " if len(scenarios) > 1 else ""
+        errors += [f"{named}{error}" for error in outcome.errors]
+        findings += [
+            Finding(
+                v.finding.rule,
+                v.finding.monitor,
+                v.finding.expected,
+                f"{v.finding.actual} (replaying {inline(shown)}, after step {v.step + 1})",
+            )
+            for v in outcome.violations
+        ]
+    if len(scenarios) > 1:
+        record_property("explorer: scenario files replayed", len(scenarios))
+    record_property("explorer: seconds", round(seconds, 1))
+    if errors:
+        record_property("explorer: steps the host could not take", errors[:20])
+    return findings
 
 
 @pytest.mark.mcphc_explorer

@@ -310,7 +310,8 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--replay",
         metavar="FILE",
-        help="run the scenario in FILE (written by an earlier exploration) instead",
+        help="run the scenario in FILE (written by an earlier exploration) instead; a "
+        "folder: every scenario file in it (*.json), in name order",
     )
     explore.add_argument(
         "--out",
@@ -614,11 +615,19 @@ def _run(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> in
 
 
 def _explore(options: argparse.Namespace, extra: Sequence[str], sealing: bool) -> int:
-    if options.replay is not None and not Path(options.replay).is_file():
-        sys.stderr.write(
-            f"mcp-host-conformance explore: error: no scenario file {inline(options.replay)}\n"
-        )
-        return Status.USAGE_ERROR
+    if options.replay is not None:
+        replay = Path(options.replay)
+        if replay.is_dir() and not any(replay.glob("*.json")):
+            sys.stderr.write(
+                "mcp-host-conformance explore: error: no scenario file (*.json) in "
+                f"{inline(options.replay)}\n"
+            )
+            return Status.USAGE_ERROR
+        if not replay.is_dir() and not replay.is_file():
+            sys.stderr.write(
+                f"mcp-host-conformance explore: error: no scenario file {inline(options.replay)}\n"
+            )
+            return Status.USAGE_ERROR
     plugins, extra = _progress(extra)
     return _pytest_run(options, build_explore_args(options, extra), sealing, "explore", plugins)
 

@@ -217,7 +217,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         flag("explore_replay"),
         metavar="FILE",
         default=None,
-        help="the explorer case replays this scenario file instead of exploring",
+        help="the explorer case replays this scenario file (a folder: every *.json file in "
+        "it) instead of exploring",
     )
     group.addoption(
         flag("explore_dir"),

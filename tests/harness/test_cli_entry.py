@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcp_host_conformance import __version__
 from mcp_host_conformance.harness import cli
 
@@ -83,3 +85,17 @@ def test_explore_gives_its_options_to_the_plugin(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "explorer: seed: 3" in done.stdout and "explorer: scenarios: 1" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "make, said", [(None, "no scenario file "), ("dir", "no scenario file (*.json) in ")]
+)
+def test_a_replay_of_nothing_is_a_usage_error(tmp_path, make, said):
+    """`--replay` takes a scenario file or a folder holding some: anything else is one line."""
+    target = tmp_path / "scenarios"
+    if make == "dir":
+        target.mkdir()
+    done = _run([str(BIN / "mcp-host-conformance"), "explore", "--replay", str(target)], tmp_path)
+    assert done.returncode == cli.Status.USAGE_ERROR
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and said in lines[0], lines

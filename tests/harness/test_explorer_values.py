@@ -89,9 +89,13 @@ VALUES = {
 }
 
 
-def _replay(client: str, scenario: Scenario, tmp_path: Path) -> tuple[int, dict]:
+def _replay(client: str, scenario: Scenario | None, tmp_path: Path) -> tuple[int, dict]:
+    """Replay `scenario` (None: every scenario file in tmp_path/scenarios) against `client`."""
     path, report = tmp_path / f"{client}.json", tmp_path / f"{client}-report.json"
-    path.write_text(json.dumps(to_json(scenario)), "utf-8")
+    if scenario is None:
+        path = tmp_path / "scenarios"
+    else:
+        path.write_text(json.dumps(to_json(scenario)), "utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_"))}
     done = subprocess.run(
         [
@@ -122,6 +126,13 @@ def test_a_host_that_mishandles_the_value_is_seen(value: str, tmp_path: Path) ->
 
 
 def test_the_reference_host_keeps_every_rule_in_them(tmp_path: Path) -> None:
-    for value in sorted(VALUES):
-        status, report = _replay("reference", VALUES[value][0], tmp_path)
-        assert status == 0 and not _failed(report), (value, _failed(report))
+    """All of them in one replay of their folder, as a host author replays what a run wrote."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    for n, value in enumerate(sorted(VALUES)):
+        (folder / f"{n:02d}.json").write_text(json.dumps(to_json(VALUES[value][0])), "utf-8")
+    status, report = _replay("reference", None, tmp_path)
+    assert status == 0 and not _failed(report), _failed(report)
+    (case,) = [c for c in report["cases"] if c["id"].startswith("test_explorer::")]
+    assert case["outcome"] == "passed"
+    assert case["figures"]["explorer: scenario files replayed"] == len(VALUES)
