@@ -38,6 +38,8 @@ from typing import Any
 import pytest
 
 from mcp_host_conformance.harness.cases.observe import (
+    MAY_HAVE_ACTED,
+    NO_RETRY,
     is_model_request,
     model_requests,
     output_text,
@@ -65,26 +67,6 @@ TRUNCATED = re.compile(
     r"truncat|\bcut\b|cut off|omitted|shortened|elided|clipped|remaining|more bytes|…|\.\.\.",
     re.IGNORECASE,
 )
-# RES-12, matched loosely on meaning: the server may have acted...
-MAY_HAVE_ACTED = re.compile(
-    r"\b(may|might|could|possibly|perhaps|can't tell|cannot tell|unclear|not known whether|"
-    r"unknown whether)\b[^.]{0,80}?"
-    r"\b(acted|act|run|ran|executed|execute|processed|process|completed|applied|performed|"
-    r"received|taken effect|happened|succeeded|gone through|carried out|changed)\b",
-    re.IGNORECASE,
-)
-# ...and the call must not be retried automatically (retry, repeat, resend, call again).
-_AGAIN = (
-    r"(retr(y|ied|ies|ying)|repeat(ed|ing|s)?|re-?send(ing|s)?|re-?sent|re-?run(ning|s)?|"
-    r"re-?issu(e|ed|ing)|(call|run|send|issue|invoke)(ing|s|ed)?\s+(it|this|the\s+\w+)?\s*again)"
-)
-NO_RETRY = re.compile(
-    rf"(\b(not|never|no|don't|do not|must not|mustn't|should not|shouldn't|avoid)\b"
-    rf"[^.]{{0,60}}?\b{_AGAIN})"
-    rf"|(\b{_AGAIN}\b[^.]{{0,40}}?\b(not|never|forbidden|prohibited|unsafe|disabled)\b)",
-    re.IGNORECASE,
-)
-
 # How a server answers: over HTTP in JSON or SSE, over stdio; and as real servers also do, a
 # JSON body chunked, an SSE stream sent whole with a Content-Length, progress notifications
 # before the result (to a host that asks for them).

@@ -179,6 +179,11 @@ PROOFS = {
         "test_retry.py::test_uncertain_call_is_never_sent_twice",
         "RES-7",
     ),
+    "unknown-says-may-have-acted": (
+        "unknown-says-nothing",
+        "test_retry.py::test_uncertain_call_is_never_sent_twice",
+        "RES-12",
+    ),
     "sixteen-pages": (
         "reads-17-pages",
         "test_discovery_limits.py::test_over_limit_server_tools_never_reach_the_model",

@@ -20,7 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, REGISTRY
-from mcp_host_conformance.harness.cases.observe import output_text, stated_status
+from mcp_host_conformance.harness.cases.observe import (
+    MAY_HAVE_ACTED,
+    NO_RETRY,
+    output_text,
+    stated_status,
+)
 from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
 from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -267,6 +272,37 @@ def _as_text(value: str) -> str | None:
         return None
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) >= 12 and line.isprintable() else None
+
+
+@monitor(
+    "unknown-says-may-have-acted",
+    "RES-12",
+    "every output that tells the model `unknown` also says the server may have acted and that "
+    "the call must not be retried automatically",
+)
+def unknown_says_may_have_acted(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # A rule about wording, so the wording is what is watched: wherever a host told the model
+    # `unknown` (a case about any cause, a generated session), with RES-12's case's phrasings.
+    for output in _outputs(observed).values():
+        if stated_status(output) != "unknown":
+            continue
+        text = output_text(output)
+        missing = [
+            what
+            for what, said in (
+                ("that the server may have acted", MAY_HAVE_ACTED.search(text)),
+                ("not to retry", NO_RETRY.search(text)),
+            )
+            if said is None
+        ]
+        if missing:
+            yield self.finding(
+                "RES-12",
+                "an unknown output says the server may have acted and not to retry the call",
+                f"the model was told unknown without saying {' or '.join(missing)}: "
+                f"{visible(text[:200])!r}",
+            )
+            return
 
 
 @monitor(
