@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ ASK = StepPlan("ask", calls=(CallPlan("docs", "query"),), answers=("y",))
 
 
 def _one_tool(reply: str, **server: str) -> Scenario:
-    plan = ServerPlan("docs", tools=(ToolPlan("query", reply=reply),), **server)  # type: ignore[arg-type]
+    plan = replace(ServerPlan("docs", tools=(ToolPlan("query", reply=reply),)), **server)
     return Scenario(servers=(plan,), steps=(StepPlan("start"), ASK))
 
 
