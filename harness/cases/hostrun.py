@@ -49,7 +49,7 @@ from mcp_host_conformance.harness.contract.adapter import (
     Turn,
     takes_questions,
 )
-from mcp_host_conformance.harness.verdicts.outcomes import check, precondition
+from mcp_host_conformance.harness.verdicts.outcomes import PreconditionFailure, check, precondition
 
 __all__ = [
     "LOOPBACK_ALLOWANCE",
@@ -681,13 +681,11 @@ class Host:
         try:
             return self.start(**overrides)
         except (AdapterError, HarnessTimeout) as exc:
-            precondition(
-                False,
-                ids="DISC-1",
-                expected="the host starts again with the servers its last session connected",
-                actual=f"its next start failed: {' '.join(str(exc).split())[:500]}",
-            )
-            raise  # not reached: the precondition raised
+            raise PreconditionFailure(
+                "DISC-1",
+                "the host starts again with the servers its last session connected",
+                f"its next start failed: {' '.join(str(exc).split())[:500]}",
+            ) from None
 
     def stop_all(self) -> builtins.list[BaseException]:  # `list` is the method above
         """Stop every client still running (teardown); the problems met, never raised, but

@@ -5,9 +5,6 @@ broken in them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +16,7 @@ from mcp_host_conformance.harness.explorer.scenario import (
     StepPlan,
     to_json,
 )
-
-BOUND = 120.0
+from tests.harness.explorer_replay import replay
 
 MISJUDGED = {
     # its one tool gone after the first call, docs lists none in the next session: none of
@@ -44,16 +40,5 @@ MISJUDGED = {
 def test_the_reference_host_breaks_no_rule_in_it(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(to_json(MISJUDGED[name])), "utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_"))}
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "mcp_host_conformance", "explore", "--client", "reference"),
-            *("--network", "host", "--timeout-scale", "2", "--replay", str(path)),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-    )
+    done = replay("reference", path, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -10,9 +10,6 @@ in the generalization measure (tests/test_explorer_zoo.py, docs/explorer.md).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,8 +23,8 @@ from mcp_host_conformance.harness.explorer.scenario import (
     ToolPlan,
     to_json,
 )
+from tests.harness.explorer_replay import replay
 
-BOUND = 120.0
 ASK = StepPlan("ask", calls=(CallPlan("docs", "query"),), answers=("y",))
 
 
@@ -97,19 +94,7 @@ def _replay(client: str, scenario: Scenario | None, tmp_path: Path) -> tuple[int
         path = tmp_path / "scenarios"
     else:
         path.write_text(json.dumps(to_json(scenario)), "utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MCP_HOST_"))}
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "mcp_host_conformance", "explore", "--client", client),
-            *("--network", "host", "--timeout-scale", "2", "--replay", str(path)),
-            *("--report-json", str(report)),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-    )
+    done = replay(client, path, tmp_path, report)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-2000:]
     return done.returncode, json.loads(report.read_text("utf-8"))
 

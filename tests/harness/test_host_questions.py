@@ -5,10 +5,9 @@ passed it. Timeouts left to the host (None) bound its operations by its declared
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from mcp_host_conformance.harness.cases.hostrun import Host, Running, Timeouts
+from mcp_host_conformance.harness.cases.hostrun import Running
 from mcp_host_conformance.harness.contract.adapter import QUESTION_ANSWER, Turn, takes_questions
+from tests.harness.bare_host import bare_host
 
 
 class Asks:
@@ -28,20 +27,8 @@ class NeverAsks:
         return Turn(question_sent=True, answer="no question here")
 
 
-def host(tmp_path: Path, **fields) -> Host:
-    return Host(
-        adapter=None,  # type: ignore[arg-type] - configuration is not used here
-        home=tmp_path,
-        project=tmp_path,
-        model_url="http://127.0.0.1:9/v1",
-        model_key="k",
-        timeouts=Timeouts(),
-        **fields,
-    )
-
-
 def test_a_host_s_question_is_answered_and_recorded_as_seen(tmp_path):
-    owner = host(tmp_path)
+    owner = bare_host(tmp_path)
     running = Running(owner, Asks(), owner.options(), 0.0)
     assert running.ask("hello").answer == QUESTION_ANSWER
     assert running.ask("again", answer_question="notes.txt").answer == "notes.txt"
@@ -50,7 +37,7 @@ def test_a_host_s_question_is_answered_and_recorded_as_seen(tmp_path):
 
 
 def test_a_session_without_the_callback_is_never_passed_it(tmp_path):
-    owner = host(tmp_path)
+    owner = bare_host(tmp_path)
     running = Running(owner, NeverAsks(), owner.options(), 0.0)
     assert running.ask("hello").answer == "no question here"
     assert takes_questions(Asks().ask) and not takes_questions(NeverAsks().ask)
@@ -58,10 +45,10 @@ def test_a_session_without_the_callback_is_never_passed_it(tmp_path):
 
 
 def test_timeouts_left_to_the_host_are_bounded_by_its_declared_defaults(tmp_path):
-    owner = host(tmp_path, defaults=(12.0, 60.0))
+    owner = bare_host(tmp_path, defaults=(12.0, 60.0))
     options = owner.options(connect_timeout=None, call_timeout=None)
     assert options.connect_timeout is None and options.call_timeout is None
     assert owner.bounded_timeouts(options) == (12.0, 60.0)
     # never below the catalog's own defaults: a host that declares less may still wait them
-    assert host(tmp_path, defaults=(1.0, 2.0)).bounded_timeouts(options) == (10.0, 30.0)
+    assert bare_host(tmp_path, defaults=(1.0, 2.0)).bounded_timeouts(options) == (10.0, 30.0)
     assert owner.bounded_timeouts(owner.options()) == (5.0, 1.0)

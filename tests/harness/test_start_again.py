@@ -6,13 +6,11 @@ behind, could not connect its remote servers at the next start: docs/hosts/openc
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from mcp_host_conformance.harness.cases.hostrun import Host, Timeouts
 from mcp_host_conformance.harness.contract.adapter import AdapterError, StartOptions
 from mcp_host_conformance.harness.verdicts.outcomes import PreconditionFailure
+from tests.harness.bare_host import bare_host
 
 
 class _Session:
@@ -33,19 +31,8 @@ class StartsOnce:
         return _Session()
 
 
-def _host(tmp_path: Path, adapter) -> Host:
-    return Host(
-        adapter=adapter,
-        home=tmp_path,
-        project=tmp_path,
-        model_url="http://127.0.0.1:9/v1",
-        model_key="k",
-        timeouts=Timeouts(),
-    )
-
-
 def test_a_failed_second_start_is_disc_1_s_precondition(tmp_path):
-    host = _host(tmp_path, StartsOnce())
+    host = bare_host(tmp_path, StartsOnce())
     host.start()
     with pytest.raises(PreconditionFailure) as raised:
         host.start_again()
@@ -57,7 +44,7 @@ def test_a_failed_first_start_is_still_the_case_s_own(tmp_path):
     adapter = StartsOnce()
     adapter.starts = 1
     with pytest.raises(AdapterError):
-        _host(tmp_path, adapter).start()
+        bare_host(tmp_path, adapter).start()
 
 
 def test_a_host_that_starts_again_goes_on(tmp_path):
@@ -65,6 +52,6 @@ def test_a_host_that_starts_again_goes_on(tmp_path):
         def start(self, options):
             return _Session()
 
-    host = _host(tmp_path, Always())
+    host = bare_host(tmp_path, Always())
     host.start()
     assert host.start_again() is host.runs[-1]
