@@ -19,9 +19,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.cases.confirmations import (
+    ARGUMENTS_LIMIT,
+    MARKER_SLACK,
     WARNING_CONTROL,
     WARNING_SENT,
     shown_json,
+    shown_size,
 )
 from mcp_host_conformance.harness.cases.observe import (
     exposed_name,
@@ -38,8 +41,6 @@ from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
 KIB = 1024
-# Room allowed for the cut marker and framing after the 2 KiB of shown arguments.
-MARKER_SLACK = 512
 # A cut must be visibly marked. The generated arguments below are drawn from an alphabet
 # that cannot spell any of these, so a match can only come from the client's marker.
 CUT_MARKER = re.compile(
@@ -496,7 +497,6 @@ def test_confirmation_names_server_destination_tool_and_arguments(
         )
 
 
-ARGUMENTS_LIMIT = 2 * KIB
 # The boundary cases, measured on the catalog's rendering (`json.dumps(indent=2)`, UTF-8):
 # a host's own pretty-printing (another indent, the quoted form) moves the size by fewer
 # bytes than this margin.
@@ -531,27 +531,10 @@ BOUNDARY = [
 _ALPHABET = '0123456789 xyzqXYZQ-_/:#é€中😀"\\\n\t'
 
 
-_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
-_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-def unquoted(shown: str) -> str:
-    """The pretty JSON the shown text stands for: the text as is, or, in the seed's quoted
-    form (a JSON string, cut or not), its content with the string's escapes undone."""
-    if not shown.startswith('"'):
-        return shown
-
-    def undo(m: re.Match[str]) -> str:
-        e = m.group(1)
-        return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED.get(e, e)
-
-    return _ESCAPE.sub(undo, shown[1:])
-
-
 def cut_problems(name: str, arguments: dict, shown: str, cut: bool) -> list[str]:
     """What is wrong with the arguments text shown for `arguments` (APR-5); sizes are those
     of the pretty JSON shown, the quoted form's escapes undone."""
-    size = len(unquoted(shown).encode("utf-8", "surrogatepass"))
+    size = shown_size(shown)
     full = pretty_size(arguments)
     value, _pretty = shown_json(shown)
     if not cut:

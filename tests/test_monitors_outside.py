@@ -221,6 +221,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "offers-fixed-per-session": ("relists-tools-each-turn", "DISC-5"),
     "server-text-neutralized": ("neutralizes-c0-only", "HARD-1"),
     "declined-keeps-question": ("decline-ends-session", "RETRY-3"),
+    "arguments-shown-cut": ("cuts-arguments-by-characters", "APR-5"),  # found
 }
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 

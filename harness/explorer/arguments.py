@@ -33,6 +33,8 @@ def call_arguments(kind: str, schema: Any) -> Any:
     text sent as it is."""
     if kind == "over-2-kib":
         return {"text": "a" * 3000}
+    if kind == "over-2-kib-multi-byte":  # 1,200 characters, 3,600 bytes of UTF-8
+        return {"text": "€" * 1200}
     if kind == "not-json":
         return '{"q": unquoted'
     if kind == "an-extra-field":

@@ -166,7 +166,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(
         "arguments",
         "the arguments of a call",
-        ("from-the-schema", "an-extra-field", "a-wrong-type", "over-2-kib", "not-json"),
+        (
+            "from-the-schema",
+            "an-extra-field",
+            "a-wrong-type",
+            "over-2-kib",
+            "over-2-kib-multi-byte",
+            "not-json",
+        ),
     ),
     # -- the person --
     Dimension(

@@ -52,6 +52,8 @@ class ServerSetup:
 NON_ASCII = "Größe, naïve café — 東京 ✓ 🙂"
 # a table a server returns as a blob of a text type (a file read whole): data, not text for
 # the model, whatever its type says (RES-2)
+LINKED_PAGE = "reports/q3.txt"
+LINKED_FILE = "file:///srv/report.txt"
 BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
 
 
@@ -110,7 +112,7 @@ _ANNOTATIONS: dict[str, dict[str, Any] | None] = {
 }
 
 
-def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
+def _reply(kind: str, secret: str | None, progress: bool, links: str | None = None) -> Reply:
     if kind == "echo":
         reply = Reply.echo_arguments()
     elif kind == "structured":
@@ -120,7 +122,9 @@ def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
     elif kind == "image":
         reply = Reply.image(PIXEL)
     elif kind == "resource-link":
-        reply = Reply.resource_link("file:///srv/report.txt", "report")
+        # a page of the run's link target (a mock no host is told of), where an opened link
+        # shows in its journal; without one, a file no host has
+        reply = Reply.resource_link(f"{links}/{LINKED_PAGE}" if links else LINKED_FILE, "report")
     elif kind == "tool-error":
         reply = Reply.tool_error("the lookup failed: no such record")
     elif kind == "json-rpc-error":
@@ -143,7 +147,9 @@ def _reply(kind: str, secret: str | None, progress: bool) -> Reply:
     return reply
 
 
-def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -> Tool:
+def tool_of(
+    plan: ToolPlan, secret: str | None = None, progress: bool = False, links: str | None = None
+) -> Tool:
     description = {
         "short": "Looks something up.",
         "8-kib": _sized("Looks something up.", 8 * KIB),
@@ -155,7 +161,7 @@ def tool_of(plan: ToolPlan, secret: str | None = None, progress: bool = False) -
         description,
         input_schema=input_schema(plan.schema),
         annotations=_ANNOTATIONS[plan.annotations],
-        reply=_reply(plan.reply, secret, progress),
+        reply=_reply(plan.reply, secret, progress, links),
     )
 
 
@@ -238,12 +244,14 @@ def spec_of(
     others: list[str],
     scale: float = 1.0,
     sink: str | None = None,
+    links: str | None = None,
 ) -> ServerSetup:
     """The mock spec for `plan`, with its `secret` (None: no credential). `others`: the
     other servers' configured names (a server may call itself by one of them); `sink`: the
-    URL a redirecting server sends its clients to."""
+    URL a redirecting server sends its clients to; `links`: the URL its resource links point
+    under."""
     progress = plan.timing == "slow-with-progress"
-    tools = [tool_of(t, secret, progress) for t in plan.tools]
+    tools = [tool_of(t, secret, progress, links) for t in plan.tools]
     tools += [
         Tool(f"t{n:03d}", "A tool among many.", reply=Reply.text("ok"))
         for n in range(1, plan.filler + 1)

@@ -208,6 +208,13 @@ class _Session:
             case.mocks.append(elsewhere)
             elsewhere.start()
             sink = str(elsewhere.url)
+        links = None
+        if any(t.reply == "resource-link" for s in self.scenario.servers for t in s.tools):
+            # what resource links point at: a mock no host is told of (RES-3's monitor)
+            linked = HttpMock(ServerSpec(name="linked-pages"))
+            case.mocks.append(linked)
+            linked.start()
+            links = str(linked.url).rstrip("/")
         names = [s.name for s in self.scenario.servers]
         configured = self.scenario.configuration != "none-configured"
         for plan in self.scenario.servers if configured else ():
@@ -216,7 +223,7 @@ class _Session:
                 special = plan.secret_shape != "plain"
                 secret = case.secrets.new(f"{plan.name}-token", special=special)
             others = [n for n in names if n != plan.name]
-            setup = spec_of(plan, secret, others, world.scale, sink)
+            setup = spec_of(plan, secret, others, world.scale, sink, links)
             if plan.failure == "initialize-stalls":
                 self.connect = world.timeouts.connect  # a stalled server costs this, not `wait`
             if plan.transport == "stdio":

@@ -17,7 +17,13 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from mcp_host_conformance.harness.cases.confirmations import WARNING_CONTROL, WARNING_SENT
+from mcp_host_conformance.harness.cases.confirmations import (
+    ARGUMENTS_LIMIT,
+    MARKER_SLACK,
+    WARNING_CONTROL,
+    WARNING_SENT,
+    shown_size,
+)
 from mcp_host_conformance.harness.cases.observe import stated_status
 from mcp_host_conformance.harness.cases.timeline import denies
 from mcp_host_conformance.harness.contract.adapter import HttpServer
@@ -172,6 +178,27 @@ def arguments_whole(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 f"{served.label}/{key[1]} received {_shown(received)}; the model sent "
                 f"{' or '.join(_shown(w) for w in wanted[key][:3])}",
             )
+
+
+@monitor(
+    "arguments-shown-cut",
+    "APR-5",
+    "no confirmation shows more than 2 KiB of UTF-8 of arguments (with room for a marker)",
+)
+def arguments_shown_cut(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # Only the side every host's presentation shares: a host may show the arguments in its
+    # own form, or none, but whatever it shows stops after 2 KiB. Whether it marks the cut
+    # and where it starts is the case's to judge, with arguments made for it.
+    for confirmation in _confirmations(observed):
+        size = shown_size(confirmation.arguments)
+        if size > ARGUMENTS_LIMIT + MARKER_SLACK:
+            yield self.finding(
+                "APR-5",
+                "arguments shown are cut off after 2 KiB",
+                f"a confirmation of {visible(confirmation.server)}/"
+                f"{visible(confirmation.tool)} showed {size} bytes of arguments",
+            )
+            return
 
 
 @monitor(

@@ -18,6 +18,7 @@ import base64
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, REGISTRY
 from mcp_host_conformance.harness.cases.observe import (
@@ -340,7 +341,8 @@ def binary_kept_out(self: Monitor, observed: Observed) -> Iterator[Finding]:
 @monitor(
     "links-not-opened",
     "RES-3",
-    "no server received resources/read",
+    "no server received resources/read, and no mock the host was not told of received a "
+    "request for a page a resource link of a result points at",
 )
 def links_not_opened(self: Monitor, observed: Observed) -> Iterator[Finding]:
     for served in observed.served:
@@ -352,6 +354,38 @@ def links_not_opened(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 "resource links are listed, not opened",
                 f"{served.label} received resources/read for {str(uri)[:120]!r}",
             )
+            return
+    links = _linked_pages(observed)
+    for served in observed.served:
+        url = str(getattr(served.mock, "url", "") or "").rstrip("/")
+        if served.names or not url:
+            continue  # a configured server is contacted as one
+        for link in links:
+            if not link.startswith(url + "/"):
+                continue
+            path = urlsplit(link).path
+            fetched = [e for e in served.entries if (e.path or "").split("?")[0] == path]
+            if fetched:
+                yield self.finding(
+                    "RES-3",
+                    "resource links are listed, not opened",
+                    f"the page a resource link points at ({link[:120]}) was requested "
+                    f"{len(fetched)} time(s)",
+                )
+                return
+
+
+def _linked_pages(observed: Observed) -> set[str]:
+    """The http(s) URIs of the resource links the servers' results hold."""
+    found = set()
+    for served in observed.served:
+        for tool in served.tools():
+            for block in getattr(tool.reply, "content", None) or []:
+                uri = block.get("uri") if isinstance(block, dict) else None
+                if block.get("type") == "resource_link" and isinstance(uri, str):
+                    if uri.startswith(("http://", "https://")):
+                        found.add(uri)
+    return found
 
 
 @monitor(

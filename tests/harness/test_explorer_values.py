@@ -53,6 +53,18 @@ VALUES = {
         "project-config-when-home-empty",
         "CFG-2",
     ),
+    "arguments over-2-kib-multi-byte": (
+        Scenario(
+            servers=(ServerPlan("docs"),),
+            steps=(
+                StepPlan("start"),
+                replace(ASK, calls=(CallPlan("docs", "query", "over-2-kib-multi-byte"),)),
+            ),
+        ),
+        "cuts-arguments-by-characters",
+        "APR-5",
+    ),
+    "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
         "sse-data-as-latin1",
