@@ -56,7 +56,7 @@ def _plainly_answered(served: Served) -> bool:
         or bad.call_http_status
         or bad.call_session_lost
         or bad.fail_at == "tools/call"
-        or bad.poll_call
+        or bad.poll_call not in (None, "", "deliver")
         or bad.reject_status
         or bad.accept_header
         or bad.change_tools_after_call
@@ -160,8 +160,9 @@ def _judgeable(result: Any, pieces: list[str]) -> bool:
 @monitor(
     "result-substance",
     "RES-1 RES-4 RES-5",
-    "the output the model got for a call the server answered at once holds the server's "
-    "text blocks in order, else its structured content, or its error message",
+    "the output the model got for a call the server answered at once (or on the stream the "
+    "host resumed, when the host says completed) holds the server's text blocks in order, "
+    "else its structured content, or its error message",
 )
 def result_substance(self: Monitor, observed: Observed) -> Iterator[Finding]:
     outputs = _outputs(observed)
@@ -170,7 +171,12 @@ def result_substance(self: Monitor, observed: Observed) -> Iterator[Finding]:
         if not _plainly_answered(served) or call.call_id not in outputs:
             continue
         output = outputs[call.call_id]
-        if stated_status(output) in ("unknown", "denied"):
+        status = stated_status(output)
+        if status in ("unknown", "denied"):
+            continue
+        if served.mock.spec.misbehaviour.poll_call and status != "completed":
+            # the answer came on a resumed stream: a host that does not resume lost the
+            # connection after sending the call, which is RES-7's to judge, not this one's
             continue
         params = entry.params if isinstance(entry.params, dict) else {}
         result = call_tool_result(tool, params.get("arguments") or {})

@@ -64,6 +64,11 @@ VALUES = {
         "cuts-arguments-by-characters",
         "APR-5",
     ),
+    "failure polled-call": (
+        _one_tool("text", failure="polled-call"),
+        "result-lost-on-resume",
+        "RES-1",
+    ),
     "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
