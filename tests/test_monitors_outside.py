@@ -222,6 +222,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "server-text-neutralized": ("neutralizes-c0-only", "HARD-1"),
     "declined-keeps-question": ("decline-ends-session", "RETRY-3"),
     "arguments-shown-cut": ("cuts-arguments-by-characters", "APR-5"),  # found
+    "connected-in-parallel": ("connects-in-series", "DISC-2"),  # found
 }
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 

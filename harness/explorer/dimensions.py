@@ -54,6 +54,13 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ("its-configured-name", "another-name", "another-server's-name"),
     ),
     Dimension(
+        "connecting",
+        "when the servers answer initialize: at once, or each only once every server of the "
+        "scenario has been contacted (a host that waits for one server's answer before "
+        "contacting the next is never answered by the first)",
+        ("at-once", "once-every-server-is-contacted"),
+    ),
+    Dimension(
         "stdio-ending",
         "how a stdio server ends when its host stops it",
         (

@@ -99,6 +99,7 @@ class Generator:
             umask=self.pick("umask"),
             locale=self.pick("locale"),
             configuration=self._configuration(),
+            connecting=self.pick("connecting"),
         )
 
     def _configuration(self) -> str:

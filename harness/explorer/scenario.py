@@ -112,6 +112,7 @@ class Scenario:
     umask: str = "022"
     locale: str = "inherited"
     configuration: str = "the-servers"  # or none configured, or all removed before the start
+    connecting: str = "at-once"  # or each server answers initialize once all are contacted
 
     def server(self, name: str | None) -> ServerPlan | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -175,6 +176,7 @@ class Scenario:
         yield "umask", self.umask
         yield "locale", self.locale
         yield "configuration", self.configuration
+        yield "connecting", self.connecting
 
     def describe(self) -> list[str]:
         """The scenario as lines a person reads: the servers, then the steps."""
@@ -208,6 +210,8 @@ class Scenario:
             )
         if self.configuration != "the-servers":
             lines.append(f"host configuration: {self.configuration.replace('-', ' ')}")
+        if self.connecting != "at-once":
+            lines.append("servers answer initialize only once every one is contacted")
         if self.umask != "022" or self.locale != "inherited":
             lines.append(f"host environment: umask {self.umask}, locale {self.locale}")
         for n, step in enumerate(self.steps, start=1):
@@ -284,6 +288,7 @@ def from_json(data: Any) -> Scenario:
         umask=_value(data, "umask", "umask", "022"),
         locale=_value(data, "locale", "locale", "inherited"),
         configuration=_value(data, "configuration", "configuration", "the-servers"),
+        connecting=_value(data, "connecting", "connecting", "at-once"),
     )
 
 

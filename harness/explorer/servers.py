@@ -18,7 +18,7 @@ from mcp_host_conformance.mocks.spec import (
     Tool,
 )
 
-__all__ = ["ServerSetup", "input_schema", "spec_of", "tool_of"]
+__all__ = ["MEETS_AT_CONNECT", "ServerSetup", "input_schema", "spec_of", "tool_of"]
 
 KIB = 1024
 # what a shell would change, and a program started without one receives as written
@@ -52,6 +52,26 @@ class ServerSetup:
 NON_ASCII = "Größe, naïve café — 東京 ✓ 🙂"
 # a table a server returns as a blob of a text type (a file read whole): data, not text for
 # the model, whatever its type says (RES-2)
+# The failures that let a server's initialize reach it and be answered as any other's: the
+# servers that wait at a scenario's barrier (a party the host never reaches, or one that
+# stalls anyway, would hold the others for nothing).
+MEETS_AT_CONNECT = frozenset(
+    {
+        "none",
+        "http-500-at-call",
+        "http-404-at-call",
+        "session-lost-at-call",
+        "reset-after-call",
+        "close-after-call",
+        "garbage-at-call",
+        "over-1-mib-at-call",
+        "over-1-mib-at-list",
+        "polled-call",
+        "refused-resume",
+        "stdio-exits-at-call",
+        "stderr-flood",
+    }
+)
 LINKED_PAGE = "reports/q3.txt"
 LINKED_FILE = "file:///srv/report.txt"
 BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
@@ -245,11 +265,12 @@ def spec_of(
     scale: float = 1.0,
     sink: str | None = None,
     links: str | None = None,
+    barrier: str | None = None,
 ) -> ServerSetup:
     """The mock spec for `plan`, with its `secret` (None: no credential). `others`: the
     other servers' configured names (a server may call itself by one of them); `sink`: the
     URL a redirecting server sends its clients to; `links`: the URL its resource links point
-    under."""
+    under; `barrier`: the address of the barrier its answer to initialize waits at."""
     progress = plan.timing == "slow-with-progress"
     tools = [tool_of(t, secret, progress, links) for t in plan.tools]
     tools += [
@@ -257,6 +278,7 @@ def spec_of(
         for n in range(1, plan.filler + 1)
     ]
     bad = _misbehaviour(plan, scale, tools, sink)
+    bad.barrier = barrier
     headers: dict[str, str] = {}
     env: dict[str, str] = {}
     if secret is not None and plan.credential == "header":

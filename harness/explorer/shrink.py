@@ -182,6 +182,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield replace(scenario, locale="inherited")
     if scenario.configuration != "the-servers":
         yield replace(scenario, configuration="the-servers")
+    if scenario.connecting != "at-once":
+        yield replace(scenario, connecting="at-once")
 
 
 def shrink(

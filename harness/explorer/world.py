@@ -34,7 +34,7 @@ from mcp_host_conformance.harness.cases.hostrun import (
 from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
 from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.scenario import CallPlan, Scenario, StepPlan
-from mcp_host_conformance.harness.explorer.servers import input_schema, spec_of
+from mcp_host_conformance.harness.explorer.servers import MEETS_AT_CONNECT, input_schema, spec_of
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
 from mcp_host_conformance.harness.run.cleanup import RESOURCES
@@ -215,6 +215,8 @@ class _Session:
             case.mocks.append(linked)
             linked.start()
             links = str(linked.url).rstrip("/")
+        meeting = self._barrier()
+        parties = 0
         names = [s.name for s in self.scenario.servers]
         configured = self.scenario.configuration != "none-configured"
         for plan in self.scenario.servers if configured else ():
@@ -223,8 +225,9 @@ class _Session:
                 special = plan.secret_shape != "plain"
                 secret = case.secrets.new(f"{plan.name}-token", special=special)
             others = [n for n in names if n != plan.name]
-            setup = spec_of(plan, secret, others, world.scale, sink, links)
-            if plan.failure == "initialize-stalls":
+            at = meeting.address if meeting and plan.failure in MEETS_AT_CONNECT else None
+            setup = spec_of(plan, secret, others, world.scale, sink, links, at)
+            if plan.failure == "initialize-stalls" and meeting is None:
                 self.connect = world.timeouts.connect  # a stalled server costs this, not `wait`
             if plan.transport == "stdio":
                 mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
@@ -235,7 +238,8 @@ class _Session:
                 mock.start()
                 if mock.ca_file:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
-            self._add(host, plan.name, plan.transport, mock, setup)
+            if self._add(host, plan.name, plan.transport, mock, setup) and at:
+                parties += 1
         if self.scenario.configuration == "all-removed":
             # the host's configuration exists and holds no server when it first starts
             for name in list(self.names.values()):
@@ -244,11 +248,33 @@ class _Session:
                 except (AdapterError, HarnessTimeout, ConformanceFailure) as exc:
                     self.outcome.errors.append(f"remove {name}: {_said(exc)}")
             self.names.clear()
+            parties = 0
+        if meeting is not None:
+            # the servers the host has configured meet; none (all refused, or removed): no
+            # barrier holds anything
+            meeting.parties = parties
+            if parties < 2:
+                meeting.close()
         return host
 
-    def _add(self, host: Host, name: str, transport: str, mock: Any, setup: Any) -> None:
+    def _barrier(self) -> Any:
+        """The barrier the scenario's servers answer initialize at, or None. Not for a host
+        that connects a server when it is added (`verified-add`): it contacts them one by one
+        by design, before any start."""
+        if self.scenario.connecting == "at-once" or len(self.scenario.servers) < 2:
+            return None
+        if "verified-add" in self.world.description.profiles:
+            return None
+        from mcp_host_conformance.mocks.barrier import Barrier
+
+        meeting = Barrier(parties=len(self.scenario.servers)).start()
+        self.case.mocks.append(meeting)
+        return meeting
+
+    def _add(self, host: Host, name: str, transport: str, mock: Any, setup: Any) -> bool:
         """Configure a server; a host that refuses its name (a verified-add host's own rule
-        for names) gets it under a plain name instead, so the scenario goes on."""
+        for names) gets it under a plain name instead, so the scenario goes on. False if it
+        is not configured at all."""
         for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
             try:
                 if transport == "stdio":
@@ -260,10 +286,11 @@ class _Session:
                 host.bindings[:] = [b for b in host.bindings if b != (attempt, mock)]
                 self.outcome.errors.append(f"add {attempt}: refused: {exc}")
                 if attempt != name:
-                    return
+                    return False
                 continue
             self.names[name] = attempt
-            return
+            return True
+        return False
 
     # ---- steps ----------------------------------------------------------------------------
 

@@ -352,6 +352,76 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
                 return
 
 
+def _barriers(observed: Observed) -> list[Any]:
+    """The barriers (`mocks.barrier.Barrier`) the case's servers met at."""
+    return [m for m in observed.other_mocks if hasattr(m, "parties") and hasattr(m, "address")]
+
+
+def _released_at(meeting: Any) -> float:
+    times = [
+        e.time
+        for e in meeting.journal.entries(kind="event")
+        if (e.extra or {}).get("event") == "barrier-released"
+    ]
+    return min(times, default=math.inf)
+
+
+@monitor(
+    "connected-in-parallel",
+    "DISC-2",
+    "where the servers answer initialize only once every one of them is contacted (a "
+    "barrier), each otherwise healthy server contacted at a start has its tools offered in "
+    "that session's model requests",
+    unless=("pinning", "instruction-flagging"),
+)
+def connected_in_parallel(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # A host that waits for one server's answer before contacting the next is never
+    # answered by the first: the first is given up on, and the barrier lets go only when
+    # the host reaches the last. Judged on what reached the model, not on time.
+    sessions = None
+    for meeting in _barriers(observed):
+        parties = [
+            s
+            for s in observed.served
+            if s.names and s.mock.spec.misbehaviour.barrier == meeting.address
+        ]
+        if len(parties) < 2:
+            continue
+        released = _released_at(meeting)
+        sessions = sessions if sessions is not None else _sessions(observed)
+        for start in observed.of("start"):
+            if released < start.began:
+                continue  # let go at an earlier start: this one was not held
+            for served in parties:
+                bad = served.mock.spec.misbehaviour
+                if _failing_at_discovery(served) or _broken_limits(served, near=True):
+                    continue
+                if bad.delays or bad.stall:
+                    continue
+                if not any(
+                    start.began <= e.time <= start.ended for e in served.requests("initialize")
+                ):
+                    continue
+                emptied = _emptied(served)
+                missing = [
+                    r
+                    for r in sessions.get(start.run, [])
+                    if r.time < emptied
+                    and not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
+                ]
+                if missing:
+                    yield self.finding(
+                        "DISC-2",
+                        "servers connect in parallel",
+                        f"{served.label} answers initialize only once "
+                        f"{', '.join(s.label for s in parties if s is not served)} "
+                        f"{'is' if len(parties) == 2 else 'are'} contacted too, and none of "
+                        f"its tools was offered in model request {missing[0].index + 1}: the "
+                        "host waited for its answer before contacting the others",
+                    )
+                    return
+
+
 def _builtin_names(request: ModelRequest) -> frozenset[str]:
     tools = request.body.get("tools")
     return frozenset(

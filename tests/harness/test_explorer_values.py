@@ -69,6 +69,27 @@ VALUES = {
         "result-lost-on-resume",
         "RES-1",
     ),
+    "connecting once-every-server-is-contacted": (
+        Scenario(
+            servers=(ServerPlan("docs"), ServerPlan("notes", transport="stdio")),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+            connecting="once-every-server-is-contacted",
+        ),
+        "connects-in-series",
+        "DISC-2",
+    ),
+    "connecting, stdio servers": (
+        Scenario(
+            servers=(
+                ServerPlan("docs", transport="stdio"),
+                ServerPlan("notes", transport="stdio"),
+            ),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+            connecting="once-every-server-is-contacted",
+        ),
+        "connects-stdio-in-series",
+        "DISC-2",
+    ),
     "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
