@@ -149,6 +149,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "stdio-exits-at-call",
             "initialize-error",
             "initialize-stalls",
+            "http-500-at-connect",
             "rejects-401",
             "redirects",
             "untrusted-certificate",

@@ -50,6 +50,7 @@ SWARM_HELD = {
 HTTP_ONLY = {
     "http-500-at-call",
     "http-404-at-call",
+    "http-500-at-connect",
     "session-lost-at-call",
     "polled-call",
     "refused-resume",

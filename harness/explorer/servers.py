@@ -190,6 +190,7 @@ def tool_of(
 _FAILURES: dict[str, dict[str, object]] = {
     "http-500-at-call": {"call_http_status": 500},
     "http-404-at-call": {"call_http_status": 404},
+    "http-500-at-connect": {"reject_status": 500},
     "session-lost-at-call": {"call_session_lost": True},
     "reset-after-call": {"drop_call": "reset"},
     "close-after-call": {"drop_call": "close"},

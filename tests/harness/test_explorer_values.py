@@ -90,6 +90,14 @@ VALUES = {
         "connects-stdio-in-series",
         "DISC-2",
     ),
+    "failure http-500-at-connect": (
+        Scenario(
+            servers=(ServerPlan("docs", failure="http-500-at-connect"), ServerPlan("notes")),
+            steps=(StepPlan("start"), replace(ASK, calls=(CallPlan("notes", "query"),))),
+        ),
+        "drops-all-servers-on-5xx",
+        "DISC-4",
+    ),
     "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
