@@ -53,6 +53,9 @@ class Found:
     shrink_runs: int
     seen: int = 1  # scenarios that showed it
     path: Path | None = None
+    # what the monitor said of the shortest scenario (its servers, its calls), which the
+    # scenario file shows; None: the shortest is the original
+    shortest_finding: Finding | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -137,10 +140,15 @@ def _shrunk(world: World, scenario: Scenario, violation: Violation, index: int, 
     start = replace(scenario, steps=scenario.steps[: max(0, violation.step + 1)])
     deadline = time.monotonic() + SHRINK_SECONDS * world.timeouts.scale
 
+    kept: list[Finding] = []  # a kept candidate's finding, the last one the shortest's
+
     def shows(candidate: Scenario) -> bool:
         if time.monotonic() > deadline:
             return False  # out of time: the cut is not kept, and the rest go as fast
-        return world.run(candidate).first(key) is not None
+        seen = world.run(candidate).first(key)
+        if seen is not None:
+            kept.append(seen.finding)
+        return seen is not None
 
     shortest, spent = scenario, 0
     if start != scenario and runs > 0:
@@ -148,19 +156,23 @@ def _shrunk(world: World, scenario: Scenario, violation: Violation, index: int, 
         if shows(start):
             shortest = start
     shortest, more = shrink(shortest, shows, max(0, runs - spent))
-    return Found(violation.finding, index, scenario, shortest, spent + more)
+    found = Found(violation.finding, index, scenario, shortest, spent + more)
+    if shortest != scenario and kept:
+        found.shortest_finding = kept[-1]
+    return found
 
 
 def write(out_dir: Path, found: Found, seed: int, about: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / scenario_file_name(found.finding)
+    shown = found.shortest_finding or found.finding
     data = to_json(
         found.shortest,
         shows={
-            "rule": found.finding.rule,
-            "monitor": found.finding.monitor,
-            "expected": found.finding.expected,
-            "actual": found.finding.actual,
+            "rule": shown.rule,
+            "monitor": shown.monitor,
+            "expected": shown.expected,
+            "actual": shown.actual,
         },
         seed=seed,
         found_in_scenario=found.scenario_index + 1,

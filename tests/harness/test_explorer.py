@@ -262,3 +262,28 @@ def test_docs_explorer_holds_the_catalogue_table():
     doc = (root / "docs" / "explorer.md").read_text("utf-8")
     assert script.table() in doc
     assert all(f"`{d.name}`" in doc for d in DIMENSIONS)
+
+
+def test_a_scenario_file_says_what_its_own_scenario_showed(tmp_path):
+    """The file holds the shortest scenario, and what the monitor said of that one (its
+    servers, its counts), not of the longer scenario the violation was first seen in."""
+    from types import SimpleNamespace
+
+    from mcp_host_conformance.harness.explorer.explore import Budget, explore
+    from mcp_host_conformance.harness.explorer.world import Outcome, Violation
+    from mcp_host_conformance.harness.verdicts.outcomes import Finding
+
+    class World:  # every scenario with a server shows the violation, naming its servers
+        timeouts = SimpleNamespace(scale=1.0)
+
+        def run(self, scenario):
+            names = ", ".join(s.name for s in scenario.servers)
+            finding = Finding("CFG-3", "config-private", "private", f"servers {names}")
+            return Outcome(violations=[Violation(0, finding)])
+
+    result = explore(World(), 3, Budget(scenarios=1), out_dir=tmp_path)
+    (found,) = result.found
+    shown = json.loads(found.path.read_text())
+    names = ", ".join(s.name for s in found.shortest.servers)
+    assert shown["shows"]["actual"] == f"servers {names}"
+    assert found.finding.actual.startswith("servers ")  # the first sighting, as it was
