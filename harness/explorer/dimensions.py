@@ -153,6 +153,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "rejects-401",
             "redirects",
             "untrusted-certificate",
+            "certificate-for-another-host",
+            "expired-certificate",
             "stderr-flood",
             "exits-at-once",
         ),

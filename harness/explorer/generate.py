@@ -35,7 +35,7 @@ __all__ = ["STEER", "Generator"]
 
 STEER = 0.8
 CONFIGURED = 0.8  # the share of scenarios whose host starts with its servers configured
-HEALTHY = 0.2  # the share of servers that do not fail, in a scenario that does not hold failure
+HEALTHY = 0.1  # the share of servers that do not fail, in a scenario that does not hold failure
 SWARM = 0.5  # the chance that a scenario holds each of SWARM_HELD's dimensions
 # The dimensions a scenario may hold at their plainest value, and that value.
 SWARM_HELD = {
@@ -57,6 +57,8 @@ HTTP_ONLY = {
     "rejects-401",
     "redirects",
     "untrusted-certificate",
+    "certificate-for-another-host",
+    "expired-certificate",
 }
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")

@@ -72,6 +72,13 @@ MEETS_AT_CONNECT = frozenset(
         "stderr-flood",
     }
 )
+# The certificate a failure serves (mocks/tls.py): untrusted, or the trusted CA's leaf for
+# another host, or its expired one; each only NET-2's case served before.
+BAD_CERTIFICATES = {
+    "untrusted-certificate": "untrusted",
+    "certificate-for-another-host": "wrong-host",
+    "expired-certificate": "expired",
+}
 LINKED_PAGE = "reports/q3.txt"
 LINKED_FILE = "file:///srv/report.txt"
 BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
@@ -311,8 +318,8 @@ def spec_of(
     )
     args = list(SHELL_CHARACTERS) if plan.arguments == "shell-characters" else []
     tls = None
-    if plan.transport == "https":
-        tls = "untrusted" if plan.failure == "untrusted-certificate" else "trusted"
-    elif plan.failure == "untrusted-certificate":
-        tls = "untrusted"
+    if plan.failure in BAD_CERTIFICATES:  # served over TLS whatever the transport says
+        tls = BAD_CERTIFICATES[plan.failure]
+    elif plan.transport == "https":
+        tls = "trusted"
     return ServerSetup(spec, secret, headers, env, args, tls)

@@ -98,6 +98,16 @@ VALUES = {
         "drops-all-servers-on-5xx",
         "DISC-4",
     ),
+    "failure certificate-for-another-host": (
+        _one_tool("text", transport="https", failure="certificate-for-another-host"),
+        "skips-hostname-check",
+        "NET-2",
+    ),
+    "failure expired-certificate": (
+        _one_tool("text", transport="https", failure="expired-certificate"),
+        "ignores-certificate-expiry",
+        "NET-2",
+    ),
     "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
