@@ -36,7 +36,12 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Secrets
-from mcp_host_conformance.harness.cases.observe import model_requests, status_text, stays_quiet
+from mcp_host_conformance.harness.cases.observe import (
+    model_requests,
+    oauth_reason_problems,
+    status_text,
+    stays_quiet,
+)
 from mcp_host_conformance.harness.cases.pty_session import (
     fill_template,
     run_in_terminal,
@@ -586,20 +591,6 @@ def test_no_secret_leaks_whatever_its_characters(host, http_mock, model, tail):
 
 
 # ---- CRED-4 -----------------------------------------------------------------------------------
-
-
-def oauth_reason_problems(reason: str) -> list[str]:
-    """What a credential-rejection reason lacks: it must say OAuth is not supported and
-    suggest a static header such as an API key."""
-    text = reason.lower()
-    problems = []
-    if "oauth" not in text:
-        problems.append("does not mention OAuth")
-    elif "support" not in text:
-        problems.append("does not say OAuth is not supported")
-    if not any(word in text for word in ("header", "api key", "api-key", "apikey", "token")):
-        problems.append("suggests no static header such as an API key")
-    return problems
 
 
 # The rejections at connect: (server, HTTP status, header name, auth scheme or "").

@@ -29,6 +29,11 @@ pytestmark = pytest.mark.xdist_group("zoo")  # the self-test's pool (selftest_ru
 
 # monitor -> (broken client, case of another rule, the rule it finds broken)
 PROOFS = {
+    "rejection-says-no-oauth": (
+        "no-oauth-hint",
+        "test_credentials.py::test_no_oauth_flow_after_a_rejection",
+        "CRED-4",
+    ),
     "calls-wait-for-approval": (
         "approves-rest-of-turn",
         "test_approval.py::test_confirmation_names_server_destination_tool_and_arguments",

@@ -80,6 +80,7 @@ __all__ = [
     "STATUS_WORDS",
     "MAY_HAVE_ACTED",
     "NO_RETRY",
+    "oauth_reason_problems",
 ]
 
 # RES-12, matched loosely on meaning: the server may have acted...
@@ -435,3 +436,17 @@ def wait_until(condition: Callable[[], bool], within: float) -> bool:
             return False
         select.select([], [], [], 0.01)
     return True
+
+
+def oauth_reason_problems(reason: str) -> list[str]:
+    """What a credential-rejection reason lacks: it must say OAuth is not supported and
+    suggest a static header such as an API key."""
+    text = reason.lower()
+    problems = []
+    if "oauth" not in text:
+        problems.append("does not mention OAuth")
+    elif "support" not in text:
+        problems.append("does not say OAuth is not supported")
+    if not any(word in text for word in ("header", "api key", "api-key", "apikey", "token")):
+        problems.append("suggests no static header such as an API key")
+    return problems

@@ -1,6 +1,6 @@
 """Monitors of where a host's requests go: no OAuth flow without the OAuth profile (CRED-6),
 no request completed over a certificate nobody trusts (NET-2), no redirect followed
-(NET-3).
+(NET-3); and what a host says of a server that rejects its credentials (CRED-4).
 
 Strategy: every HTTP mock journals each request it parses, so a request that reached a mock
 it should not have is plain to see: an OAuth discovery path, any request at all at a mock
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mcp_host_conformance.harness.cases.observe import oauth_reason_problems
 from mcp_host_conformance.harness.monitors.observed import Observed
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.harness.verdicts.safe_text import visible
 from mcp_host_conformance.mocks.authorization_server import is_oauth_path
 
 UNTRUSTED_TLS = ("untrusted", "wrong-host", "expired")
@@ -30,6 +32,49 @@ def _mocks(observed: Observed) -> Iterator[tuple[str, object, list[object]]]:
         except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
             continue
         yield type(mock).__name__, mock, entries
+
+
+@monitor(
+    "rejection-says-no-oauth",
+    "CRED-4",
+    "every status a host gave a server that rejects the credentials at connect (401 or 403 "
+    "to every request) says it is unavailable, with a reason that says OAuth is not "
+    "supported and suggests a static header such as an API key",
+)
+def rejection_says_no_oauth(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # CRED-4 asks for this wording, so the wording is what is watched, in whatever case or
+    # generated session a server rejects every request (a server that rejects one wrong key
+    # among right ones, or only at a call, is its case's to judge)
+    rejecting = [
+        s
+        for s in observed.served
+        if s.names
+        and not s.stdio
+        and s.mock.spec.misbehaviour.reject_status in (401, 403)
+        and s.mock.spec.misbehaviour.reject_at in ("*", "initialize")
+    ]
+    if not rejecting:
+        return
+    runs = {id(r): r for host in observed.hosts for r in getattr(host, "runs", [])}
+    for running in runs.values():
+        for served in rejecting:
+            for name in served.names:
+                status = running.status(name)
+                if status is None:
+                    continue  # not configured in that session (removed), or not told: its case
+                if status.connected:
+                    problem = "reported connected"
+                else:
+                    problem = ", and ".join(oauth_reason_problems(status.reason or status.line))
+                if problem:
+                    yield self.finding(
+                        "CRED-4",
+                        f"{served.label} (HTTP {served.mock.spec.misbehaviour.reject_status} "
+                        "at connect) reported unavailable: OAuth is not supported, use a "
+                        "static header such as an API key",
+                        f"its status {visible(status.line[:160])!r}: {problem}",
+                    )
+                    return
 
 
 @monitor(

@@ -108,6 +108,11 @@ VALUES = {
         "ignores-certificate-expiry",
         "NET-2",
     ),
+    "failure rejects-401": (
+        _one_tool("text", credential="header", failure="rejects-401"),
+        "no-oauth-hint",
+        "CRED-4",
+    ),
     "reply resource-link": (_one_tool("resource-link"), "fetches-link-urls", "RES-3"),
     "reply non-ascii-text over SSE": (
         _one_tool("non-ascii-text"),
