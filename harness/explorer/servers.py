@@ -18,7 +18,7 @@ from mcp_host_conformance.mocks.spec import (
     Tool,
 )
 
-__all__ = ["MEETS_AT_CONNECT", "ServerSetup", "input_schema", "spec_of", "tool_of"]
+__all__ = ["FAILS_AT_CONNECT", "ServerSetup", "input_schema", "spec_of", "tool_of"]
 
 KIB = 1024
 # what a shell would change, and a program started without one receives as written
@@ -50,28 +50,6 @@ class ServerSetup:
 # text of more than one byte a character (two, three and four in UTF-8), as servers in any
 # language send it: a host that decodes it with another charset changes what it passes on
 NON_ASCII = "Größe, naïve café — 東京 ✓ 🙂"
-# a table a server returns as a blob of a text type (a file read whole): data, not text for
-# the model, whatever its type says (RES-2)
-# The failures that let a server's initialize reach it and be answered as any other's: the
-# servers that wait at a scenario's barrier (a party the host never reaches, or one that
-# stalls anyway, would hold the others for nothing).
-MEETS_AT_CONNECT = frozenset(
-    {
-        "none",
-        "http-500-at-call",
-        "http-404-at-call",
-        "session-lost-at-call",
-        "reset-after-call",
-        "close-after-call",
-        "garbage-at-call",
-        "over-1-mib-at-call",
-        "over-1-mib-at-list",
-        "polled-call",
-        "refused-resume",
-        "stdio-exits-at-call",
-        "stderr-flood",
-    }
-)
 # The certificate a failure serves (mocks/tls.py): untrusted, or the trusted CA's leaf for
 # another host, or its expired one; each only NET-2's case served before.
 BAD_CERTIFICATES = {
@@ -79,8 +57,24 @@ BAD_CERTIFICATES = {
     "certificate-for-another-host": "wrong-host",
     "expired-certificate": "expired",
 }
+# The failures whose server never answers an initialize as any other does: they wait at no
+# scenario's barrier (a party the host never reaches, or one that fails anyway, would hold
+# the others for nothing); every other failure is at a call, a list or a stream.
+FAILS_AT_CONNECT = frozenset(
+    {
+        "initialize-error",
+        "initialize-stalls",
+        "http-500-at-connect",
+        "rejects-401",
+        "redirects",
+        "exits-at-once",
+        *BAD_CERTIFICATES,
+    }
+)
 LINKED_PAGE = "reports/q3.txt"
 LINKED_FILE = "file:///srv/report.txt"
+# a table a server returns as a blob of a text type (a file read whole): data, not text for
+# the model, whatever its type says (RES-2)
 BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
 
 

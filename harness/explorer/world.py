@@ -34,7 +34,7 @@ from mcp_host_conformance.harness.cases.hostrun import (
 from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
 from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.scenario import CallPlan, Scenario, StepPlan
-from mcp_host_conformance.harness.explorer.servers import MEETS_AT_CONNECT, input_schema, spec_of
+from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT, input_schema, spec_of
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
 from mcp_host_conformance.harness.run.cleanup import RESOURCES
@@ -225,7 +225,7 @@ class _Session:
                 special = plan.secret_shape != "plain"
                 secret = case.secrets.new(f"{plan.name}-token", special=special)
             others = [n for n in names if n != plan.name]
-            at = meeting.address if meeting and plan.failure in MEETS_AT_CONNECT else None
+            at = meeting.address if meeting and plan.failure not in FAILS_AT_CONNECT else None
             setup = spec_of(plan, secret, others, world.scale, sink, links, at)
             if plan.failure == "initialize-stalls" and meeting is None:
                 self.connect = world.timeouts.connect  # a stalled server costs this, not `wait`

@@ -294,12 +294,13 @@ def _failing_at_discovery(served: Served) -> bool:
     )
 
 
-def _healthy(served: Served) -> bool:
+def _healthy(served: Served, held: bool = False) -> bool:
+    """Nothing keeps the server from being offered; `held`: but a barrier it waits at."""
     bad = served.mock.spec.misbehaviour
     return (
         not _failing_at_discovery(served)
         and not _broken_limits(served, near=True)
-        and not (bad.delays or bad.barrier or bad.stall)
+        and not (bad.delays or bad.stall or (bad.barrier and not held))
     )
 
 
@@ -310,6 +311,19 @@ def _emptied(served: Served) -> float:
     if not bad.change_tools_after_call or bad.changed_tools:
         return math.inf
     return min((e.time for e in served.requests("tools/call")), default=math.inf)
+
+
+def _not_offering(
+    observed: Observed, served: Served, requests: list[ModelRequest]
+) -> list[ModelRequest]:
+    """The model requests, of those given, that offer none of `served`'s tools while it
+    still lists some."""
+    emptied = _emptied(served)
+    return [
+        r
+        for r in requests
+        if r.time < emptied and not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
+    ]
 
 
 @monitor(
@@ -335,13 +349,7 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
             )
             if not listed:
                 continue
-            emptied = _emptied(served)
-            missing = [
-                r
-                for r in requests
-                if r.time < emptied
-                and not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
-            ]
+            missing = _not_offering(observed, served, requests)
             if missing:
                 yield self.finding(
                     rule,
@@ -393,22 +401,12 @@ def connected_in_parallel(self: Monitor, observed: Observed) -> Iterator[Finding
             if released < start.began:
                 continue  # let go at an earlier start: this one was not held
             for served in parties:
-                bad = served.mock.spec.misbehaviour
-                if _failing_at_discovery(served) or _broken_limits(served, near=True):
-                    continue
-                if bad.delays or bad.stall:
-                    continue
-                if not any(
+                contacted = any(
                     start.began <= e.time <= start.ended for e in served.requests("initialize")
-                ):
+                )
+                if not contacted or not _healthy(served, held=True):
                     continue
-                emptied = _emptied(served)
-                missing = [
-                    r
-                    for r in sessions.get(start.run, [])
-                    if r.time < emptied
-                    and not any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
-                ]
+                missing = _not_offering(observed, served, sessions.get(start.run, []))
                 if missing:
                     yield self.finding(
                         "DISC-2",

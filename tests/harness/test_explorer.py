@@ -287,3 +287,13 @@ def test_a_scenario_file_says_what_its_own_scenario_showed(tmp_path):
     names = ", ".join(s.name for s in found.shortest.servers)
     assert shown["shows"]["actual"] == f"servers {names}"
     assert found.finding.actual.startswith("servers ")  # the first sighting, as it was
+
+
+def test_the_failures_that_wait_at_no_barrier_are_failures_of_the_catalogue():
+    """A value renamed or removed in the catalogue must not leave a stale name here, where
+    it would make a server that fails at connect hold the others at the barrier."""
+    from mcp_host_conformance.harness.explorer.dimensions import dimension
+    from mcp_host_conformance.harness.explorer.servers import BAD_CERTIFICATES, FAILS_AT_CONNECT
+
+    assert FAILS_AT_CONNECT <= set(dimension("failure").values)
+    assert set(BAD_CERTIFICATES) <= FAILS_AT_CONNECT

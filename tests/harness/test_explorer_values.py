@@ -33,6 +33,16 @@ def _one_tool(reply: str, **server: str) -> Scenario:
     return Scenario(servers=(plan,), steps=(StepPlan("start"), ASK))
 
 
+def _held_at_connect(*servers: ServerPlan) -> Scenario:
+    """`servers` that each answer initialize only once all are contacted; a turn that calls
+    nothing (what reaches the model is what they offered)."""
+    return Scenario(
+        servers=servers,
+        steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+        connecting="once-every-server-is-contacted",
+    )
+
+
 # value -> (scenario, a host that mishandles it, the rule its monitor then sees broken)
 VALUES = {
     "configuration none-configured": (
@@ -70,22 +80,13 @@ VALUES = {
         "RES-1",
     ),
     "connecting once-every-server-is-contacted": (
-        Scenario(
-            servers=(ServerPlan("docs"), ServerPlan("notes", transport="stdio")),
-            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
-            connecting="once-every-server-is-contacted",
-        ),
+        _held_at_connect(ServerPlan("docs"), ServerPlan("notes", transport="stdio")),
         "connects-in-series",
         "DISC-2",
     ),
     "connecting, stdio servers": (
-        Scenario(
-            servers=(
-                ServerPlan("docs", transport="stdio"),
-                ServerPlan("notes", transport="stdio"),
-            ),
-            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
-            connecting="once-every-server-is-contacted",
+        _held_at_connect(
+            ServerPlan("docs", transport="stdio"), ServerPlan("notes", transport="stdio")
         ),
         "connects-stdio-in-series",
         "DISC-2",
