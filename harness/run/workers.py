@@ -67,6 +67,7 @@ _NONE: Final = 0xFFFFFFFF  # "no case for you" (no index is this large): none le
 # After Ctrl-C or SIGTERM: how long the workers get to tear their cases down before SIGTERM,
 # then before SIGKILL (the fixtures stop hosts and mocks within their own bounds).
 _UNWIND_SECONDS: Final = 30.0
+_DRAIN_SECONDS: Final = 5.0  # for the rest of a message a worker has begun to send
 _INTERRUPT: Final = signal.SIGUSR2  # parent -> worker: the run is interrupted
 _HELD_BACK: Final = (signal.SIGINT, signal.SIGTERM)
 _unwinding = False  # in a worker: it is stopping already, a second interruption is not news
@@ -308,6 +309,26 @@ class _Parent:
         self.config.hook.pytest_runtest_logreport(report=report)
         self.config.hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
+    def _drain(self, worker: _Worker) -> None:
+        """What a worker sent before the run stopped and the parent has not read yet, taken in
+        (no case handed out): a case whose start waited in the socket is cut short, not
+        reported as never run (seen under load: Ctrl-C as two cases ran, one of them said
+        never to have run)."""
+        import selectors
+
+        with selectors.DefaultSelector() as selector:
+            try:
+                selector.register(worker.sock, selectors.EVENT_READ)
+                worker.sock.settimeout(_DRAIN_SECONDS)  # a message is sent whole: never long
+                while selector.select(timeout=0):
+                    message = _receive(worker.sock)
+                    if message is None:
+                        return
+                    if message[0] != "want":
+                        self._handle(worker, message)
+            except (OSError, ValueError, pickle.UnpicklingError):
+                return  # a torn message: what came before it was taken in
+
     def _write_line(self, text: str) -> None:
         terminal = self.config.pluginmanager.getplugin("terminalreporter")
         if terminal is not None:
@@ -319,6 +340,7 @@ class _Parent:
         """Ctrl-C, SIGTERM or a failure here: the workers tear their cases down and end."""
         pids = [worker.pid for worker in self.workers.values()]
         for worker in self.workers.values():
+            self._drain(worker)
             worker.sock.close()  # a worker waiting for its next case gets none
             try:
                 os.write(worker.interrupt, b"!")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -321,3 +322,36 @@ def test_ctrl_c_tears_the_running_cases_down_and_leaves_no_worker(tree, to):
     while any(process_state(int(pid)) == "running" for pid in waiting):
         assert time.monotonic() < deadline, f"a worker outlived its run: {seen}"
         time.sleep(0.01)
+
+
+def test_a_start_the_parent_had_not_read_when_the_run_stopped_is_taken_in():
+    """Ctrl-C while a worker's "this case started" still waits in its socket: the parent takes
+    it in as it unwinds (the case is cut short, not "never run"), and hands out no case."""
+    from types import SimpleNamespace
+
+    from mcp_host_conformance.harness.run import workers
+
+    parent_end, child_end = socket.socketpair()
+    with parent_end, child_end:
+        workers._send(child_end, ("logstart", 3, "t.py::case", ("t.py", 1, "case")))
+        workers._send(child_end, ("want",))
+        started: list[str] = []
+        hook = SimpleNamespace(pytest_runtest_logstart=lambda **kw: started.append(kw["nodeid"]))
+        parent = object.__new__(workers._Parent)
+        parent.config = SimpleNamespace(hook=hook)
+        worker = workers._Worker(pid=0, sock=parent_end, interrupt=-1, held=[3])
+        parent._drain(worker)
+        assert started == ["t.py::case"] and worker.started == {3}
+        child_end.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            child_end.recv(1)  # its "want" got no case
+
+        # a message cut off by the worker's end: what came before it is kept, and no wait
+        data = b"\x00\x00\x01\x00" + b"x" * 10
+        other_parent, other_child = socket.socketpair()
+        with other_parent:
+            workers._send(other_child, ("logstart", 4, "t.py::other", ("t.py", 2, "other")))
+            other_child.sendall(data)
+            other_child.close()
+            parent._drain(workers._Worker(pid=0, sock=other_parent, interrupt=-1, held=[4]))
+        assert started == ["t.py::case", "t.py::other"]
