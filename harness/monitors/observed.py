@@ -13,11 +13,11 @@ view is computed once, on first use, and bounded by what the case itself produce
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Canary, Secrets
 from mcp_host_conformance.harness.cases.hostrun import Host
@@ -28,7 +28,14 @@ from mcp_host_conformance.mocks.journal import Entry
 from mcp_host_conformance.mocks.responses.script import offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_LENGTH, MARKER_PREFIX, Tool, tool_marker
 
-__all__ = ["Called", "ModelRequest", "Observed", "Served"]
+__all__ = ["Called", "ModelRequest", "Observed", "Served", "journal_text"]
+
+T = TypeVar("T")
+
+
+def journal_text(entries: Iterable[Entry]) -> str:
+    """A journal as text, each entry as its JSON: what secrets are searched in."""
+    return "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in entries)
 
 
 @dataclass
@@ -37,6 +44,16 @@ class Served:
 
     mock: Any  # an HttpMock, StdioMock or SdkHttpMock: `journal`, `spec`, `marker_token`
     names: list[str] = field(default_factory=list)
+    # what several monitors derive from this server alike (its spec's broken limits, its
+    # journal as text), derived once per record: each case's monitors read every server
+    # several times over, ~a third of their cost before (docs/benchmarks.md)
+    derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def once(self, key: Any, make: Callable[[], T]) -> T:
+        """`make()`, computed on the first call for `key` in this record and kept."""
+        if key not in self.derived:
+            self.derived[key] = make()
+        return self.derived[key]  # type: ignore[no-any-return]
 
     @property
     def stdio(self) -> bool:
@@ -69,6 +86,11 @@ class Served:
             return list(self.mock.journal.entries())
         except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
             return []
+
+    @cached_property
+    def text(self) -> str:
+        """Its journal as text, to search secrets in."""
+        return journal_text(self.entries)
 
     @cached_property
     def reached(self) -> list[Entry]:
@@ -137,6 +159,8 @@ class Observed:
         self.browsers_opened: list[str] = []  # what the run's stand-in browsers logged
         self.lures_reached: list[str] = []  # what reached the run's project-config lures
         self.model = model
+        # target() by the function's identity (the function kept: no id is reused meanwhile)
+        self._targets: dict[int, tuple[Mapping[str, Any], tuple[Served | None, str | None]]] = {}
         self.home = home
         self.project = project
         self.profiles = profiles
@@ -247,7 +271,16 @@ class Observed:
         return index
 
     def target(self, function: Mapping[str, Any]) -> tuple[Served | None, str | None]:
-        """The mock tool an offered function stands for, by the marker it carries."""
+        """The mock tool an offered function stands for, by the marker it carries (each
+        function of a request body is asked of many times: once per monitor)."""
+        known = self._targets.get(id(function))
+        if known is not None and known[0] is function:
+            return known[1]
+        found = self._target(function)
+        self._targets[id(function)] = (function, found)
+        return found
+
+    def _target(self, function: Mapping[str, Any]) -> tuple[Served | None, str | None]:
         text = json.dumps(function, ensure_ascii=False)
         at = text.find(MARKER_PREFIX)
         while at != -1:
@@ -256,6 +289,11 @@ class Observed:
                 return found
             at = text.find(MARKER_PREFIX, at + 1)
         return None, None
+
+    @cached_property
+    def model_text(self) -> str:
+        """The model service's journal as text, to search secrets in."""
+        return journal_text(self.model.journal.entries()) if self.model is not None else ""
 
     @cached_property
     def requests(self) -> list[ModelRequest]:

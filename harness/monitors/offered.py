@@ -177,12 +177,34 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
+def _broken_limits(served: Served, near: bool = False) -> tuple[tuple[str, str], ...]:
     """(rule, why) for each discovery limit the server's spec breaks by a clear margin (half
     a KiB over a size bound); with `near`, also each size within that margin of its bound,
     where the decision makes the verdict INFO only."""
+    return served.once(("broken-limits", near), lambda: tuple(_limits_broken(served, near)))
+
+
+def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
+    """Each definition's name and its schema's size in bytes (None: no object schema), and
+    all the definitions' size: what both margins of `_broken_limits` are measured against."""
+
+    def measure() -> tuple[list[tuple[str, int | None]], int]:
+        definitions = [t.definition() for t in served.mock.spec.tools]
+        schemas = []
+        for definition in definitions:
+            schema = definition.get("inputSchema", MISSING)
+            if schema is MISSING or not isinstance(schema, dict):
+                schemas.append((definition["name"], None))
+                break  # the first without one is what is said
+            schemas.append((definition["name"], _size(schema)))
+        return schemas, sum(_size(d) for d in definitions)
+
+    return served.once("definition-sizes", measure)
+
+
+def _limits_broken(served: Served, near: bool) -> list[tuple[str, str]]:
     spec = served.mock.spec
-    tools = list(spec.tools)
+    tools = spec.tools
     broken = []
     if spec.page_size and -(-len(tools) // spec.page_size) > MAX_PAGES:
         pages = -(-len(tools) // spec.page_size)
@@ -190,16 +212,14 @@ def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
     if len(tools) > MAX_TOOLS:
         broken.append(("DISC-7", f"it lists {len(tools)} tools"))
     low = -MARGIN // 2 if near else MARGIN // 2
-    definitions = [t.definition() for t in tools]
-    for definition in definitions:
-        schema = definition.get("inputSchema", MISSING)
-        if schema is MISSING or not isinstance(schema, dict):
-            broken.append(("DISC-8", f"tool {definition['name']!r} has no object inputSchema"))
+    schemas, total = _sizes(served)
+    for name, size in schemas:
+        if size is None:
+            broken.append(("DISC-8", f"tool {name!r} has no object inputSchema"))
             break
-        if _size(schema) > SCHEMA_LIMIT + low:
-            broken.append(("DISC-8", f"tool {definition['name']!r}'s schema is {_size(schema)} B"))
+        if size > SCHEMA_LIMIT + low:
+            broken.append(("DISC-8", f"tool {name!r}'s schema is {size} B"))
             break
-    total = sum(_size(d) for d in definitions)
     if total > DEFINITIONS_LIMIT + low:
         broken.append(("DISC-9", f"its definitions total {total} B"))
     bad = spec.misbehaviour

@@ -11,23 +11,17 @@ configuration. Anywhere else the harness can see is a leak.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from mcp_host_conformance.harness.contract.adapter import HttpServer
-from mcp_host_conformance.harness.monitors.observed import Observed
+from mcp_host_conformance.harness.monitors.observed import Observed, journal_text
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
-from mcp_host_conformance.mocks.journal import Entry
 
 FILE_BYTES = 4 * 1024 * 1024  # of one file read for secrets
-
-
-def _journal_text(entries: Iterable[Entry]) -> str:
-    return "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in entries)
 
 
 def _read(path: Path) -> bytes:
@@ -49,15 +43,15 @@ def secret_goes_to_its_server(self: Monitor, observed: Observed) -> Iterator[Fin
     if not secrets:  # most cases configure none: no journal is read as text
         return
     # each journal as text once, for every secret searched in it
-    model_text = _journal_text(observed.model.journal.entries()) if observed.model else ""
-    served_texts = [(served, _journal_text(served.entries)) for served in observed.served]
+    model_text = observed.model_text
+    served_texts = [(served, served.text) for served in observed.served]
     other_texts = []
     for mock in observed.other_mocks:
         try:
             entries = list(mock.journal.entries())
         except Exception:  # noqa: BLE001 - an unreadable journal holds nothing to judge
             continue
-        other_texts.append((type(mock).__name__, _journal_text(entries)))
+        other_texts.append((type(mock).__name__, journal_text(entries)))
     for canary, owners in secrets:
         search = observed.secrets_of([canary.value])
         rule = "CRED-1" if any(isinstance(o, HttpServer) for o in owners) else "CRED-2"
@@ -92,7 +86,7 @@ def secret_never_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
     listings = {text for host in observed.hosts for text in host.listings}
     hits = search.found_in_texts(t for t in observed.seen if t not in listings)  # CFG-4's
     if observed.model is not None:
-        hits += search.found_in(_journal_text(observed.model.journal.entries()), "model requests")
+        hits += search.found_in(observed.model_text, "model requests")
     private = {p.resolve() for p in observed.config_paths}
     for root in (observed.home, observed.project):
         for path in observed.files_under(root):
@@ -175,6 +169,6 @@ def tokens_never_shown(self: Monitor, observed: Observed) -> Iterator[Finding]:
     search = observed.secrets_of(tokens)
     hits = search.found_in_texts(observed.seen)
     if observed.model is not None:
-        hits += search.found_in(_journal_text(observed.model.journal.entries()), "model requests")
+        hits += search.found_in(observed.model_text, "model requests")
     if hits:
         yield self.finding("OAUTH-1", "OAuth tokens are never shown", "; ".join(hits[:4]))
