@@ -308,6 +308,14 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=1, metavar="N", help="the seed of the scenarios (default 1)"
     )
     explore.add_argument(
+        "--shrink",
+        type=_workers,
+        default=SHRINK_DEFAULT,
+        metavar="N",
+        help=f"spend at most N runs in all shrinking what was found (default {SHRINK_DEFAULT}; "
+        "0: each violation's scenario is written as it was found)",
+    )
+    explore.add_argument(
         "--replay",
         metavar="FILE",
         help="run the scenario in FILE (written by an earlier exploration) instead; a "
@@ -462,7 +470,7 @@ def build_explore_args(options: argparse.Namespace, extra: Sequence[str] = ()) -
         args += [flag("explore_seconds"), f"{options.budget:g}"]
     else:
         args += [flag("explore_scenarios"), str(options.scenarios or EXPLORE_DEFAULT)]
-    args += [flag("explore_seed"), str(options.seed), flag("explore_shrink"), str(SHRINK_DEFAULT)]
+    args += [flag("explore_seed"), str(options.seed), flag("explore_shrink"), str(options.shrink)]
     if options.timeout_scale is not None:
         args += [flag("timeout_scale"), f"{options.timeout_scale:g}"]
     return args + list(extra)

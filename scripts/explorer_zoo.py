@@ -22,7 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mcp_host_conformance.harness.plugin.hooks import EXPLORE_SHRINK
+
 RUN_BOUND = 900  # seconds one client's exploration may take before it counts as a miss
+# The shrinking every run gives its explorer (EXPLORE_SHRINK), not `explore`'s larger one: the
+# measure is of the budget a run gives, and a catch is decided before any shrinking.
 
 
 @dataclass
@@ -56,7 +60,7 @@ def measure(name: str, client, scenarios: int, seed: int, bound: float = RUN_BOU
             sys.executable, "-m", "mcp_host_conformance.harness.cli", "explore",
             "--client", name, "--scenarios", str(scenarios), "--seed", str(seed),
             "--out", str(Path(tmp) / "scenarios"), "--report-json", str(report),
-            "--timeout-scale", "2",
+            "--timeout-scale", "2", "--shrink", str(EXPLORE_SHRINK),
         ]  # fmt: skip
         began = time.monotonic()
         try:

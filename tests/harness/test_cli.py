@@ -482,3 +482,17 @@ def test_baseline_of_something_that_is_not_a_report_is_one_line(content, message
     done, took = command("baseline", str(path), cwd=tmp_path)
     assert done.returncode == 5
     assert message in one_line(done) and took < FEW_SECONDS
+
+
+@pytest.mark.parametrize("given, passed", [([], str(cli.SHRINK_DEFAULT)), (["--shrink", "0"], "0")])
+def test_explore_passes_its_shrinking_budget(given, passed):
+    options = cli._parser().parse_args(["explore", "--client", "reference", *given])
+    args = cli.build_explore_args(options)
+    assert args[args.index("--mcphc-explore-shrink") + 1] == passed
+
+
+def test_explore_refuses_a_negative_shrinking_budget(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["explore", "--client", "reference", "--shrink", "-1"])
+    assert exited.value.code == cli.Status.USAGE_ERROR
+    assert "must be 0 or more" in capsys.readouterr().err
