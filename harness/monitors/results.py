@@ -411,19 +411,34 @@ def output_bounded(self: Monitor, observed: Observed) -> Iterator[Finding]:
             return
 
 
+def _first_text(tool: Tool, entry: Entry) -> str:
+    """The first text block the server answered `entry` with, which the marking must precede
+    (UNTR-1's case's reading); "" when the host had to change it (a secret, a control
+    character, a result too large to judge) or it holds the marking's own words."""
+    params = entry.params if isinstance(entry.params, dict) else {}
+    result = call_tool_result(tool, params.get("arguments") or {})
+    if not isinstance(result, dict):
+        return ""
+    blocks = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
+    first = next((b for b in blocks if isinstance(b, str) and b.strip()), "")
+    if not first or not _judgeable(result, [first]) or "untrusted" in first.lower():
+        return ""
+    return first
+
+
 @monitor(
     "results-marked-untrusted",
     "UNTR-1",
-    "every output of a call that reached its server is marked untrusted",
+    "every output of a call that reached its server is marked untrusted, before the server's text",
     only=("untrusted-marking",),
 )
 def results_marked_untrusted(self: Monitor, observed: Observed) -> Iterator[Finding]:
     outputs = _outputs(observed)
-    for call, served, tool, _entry in paired(observed):
+    for call, served, tool, entry in paired(observed):
         output = outputs.get(call.call_id)
         answered = _plainly_answered(served) and call.call_id in outputs
         if answered and stated_status(output) not in ("unknown", "denied"):
-            problem = untrusted_marking(output, "")
+            problem = untrusted_marking(output, _first_text(tool, entry))
             if problem:
                 yield self.finding(
                     "UNTR-1",
