@@ -102,7 +102,11 @@ def _script(step: StepPlan, names: dict[str, str], scenario: Scenario) -> list[S
             calls.append(Step.invented("mcp_nowhere_nothing", arguments))
         else:
             server = names.get(plan.server, plan.server)
-            calls.append(Step.call(server=server, tool=plan.tool, arguments=arguments))
+            # a model calls what it was offered: a tool the host withheld or a server it
+            # refused or gave up on leaves the call to another offered tool, not the step undone
+            calls.append(
+                Step.call(server=server, tool=plan.tool, arguments=arguments, fallback=True)
+            )
     if not calls:
         return [Step.text("nothing to call")]
     if step.turn == "calls-in-sequence":

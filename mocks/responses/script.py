@@ -48,6 +48,7 @@ __all__ = [
     "arguments_for_schema",
     "carries",
     "encode_arguments",
+    "fallback_tool",
     "find_tool",
     "function_call_outputs",
     "function_calls",
@@ -79,6 +80,10 @@ class Call:
     # made by `name` even when no function of that name was offered: a model calling a
     # function it invented (real models do), which the host must answer as an error
     invented: bool = False
+    # when the host offered no function for it, another MCP tool the host did offer is
+    # called instead (`fallback_tool`), as a model calls only what it was given: a generated
+    # session goes on through a server the host refused or a tool it withheld
+    fallback: bool = False
 
     def wanted(self) -> str:
         return self.name if self.name is not None else label(str(self.server), str(self.tool))
@@ -111,10 +116,12 @@ class Step:
         arguments: Any = None,
         repeat: bool = False,
         retry_on_error: bool = False,
+        fallback: bool = False,
     ) -> Step:
+        made = _make_call(server, tool, name, arguments)
         return cls(
             kind="calls",
-            tool_calls=(_make_call(server, tool, name, arguments),),
+            tool_calls=(replace(made, fallback=fallback),),
             repeat=repeat,
             retry_on_error=retry_on_error,
         )
@@ -131,7 +138,11 @@ class Step:
             elif isinstance(c, dict):
                 made = _make_call(c.get("server"), c.get("tool"), c.get("name"), c.get("arguments"))
                 out.append(
-                    replace(made, invented=c.get("invented") is True and made.name is not None)
+                    replace(
+                        made,
+                        invented=c.get("invented") is True and made.name is not None,
+                        fallback=c.get("fallback") is True,
+                    )
                 )
             else:
                 raise ValueError(f"Step.calls: cannot make a call of {type(c).__name__}")
@@ -195,6 +206,7 @@ class Step:
                     data.get("arguments"),
                     repeat,
                     again,
+                    data.get("fallback") is True,
                 )
             if kind == "calls":
                 if not isinstance(data.get("calls"), list):
@@ -290,6 +302,18 @@ def not_offered(call: Call, body: Any) -> str:
     return f"the host offered no function for {wanted} (offered: {', '.join(names) or 'none'})"
 
 
+def fallback_tool(call: Call, body: Any) -> tuple[dict[str, Any], str | None] | None:
+    """The offered MCP function a `fallback` call makes instead of the one it names (not
+    offered): one chosen by the name it wanted, the same for the same offer; None when the
+    host offered no MCP function at all."""
+    import zlib
+
+    functions = [(t, ns) for t, ns in offered_functions(body) if is_mcp_function(t)]
+    if not functions:
+        return None
+    return functions[zlib.crc32(call.wanted().encode()) % len(functions)]
+
+
 def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
     if step.kind == "text":
         return Plan(text=step.text_value)
@@ -298,6 +322,8 @@ def plan_reply(step: Step, body: Any, bindings: Bindings | None = None) -> Plan:
     plan = Plan(retry_on_error=step.retry_on_error)
     for call in step.tool_calls:
         found = find_tool(call, body, bindings)
+        if found is None and call.fallback:
+            found = fallback_tool(call, body)
         if found is None and call.invented and call.name is not None:
             plan.calls.append((call.name, encode_arguments(call.arguments, {}), None))
             continue

@@ -184,3 +184,23 @@ def test_the_reference_host_keeps_every_rule_in_them(tmp_path: Path) -> None:
     (case,) = [c for c in report["cases"] if c["id"].startswith("test_explorer::")]
     assert case["outcome"] == "passed"
     assert case["figures"]["explorer: scenario files replayed"] == len(VALUES)
+
+
+@pytest.mark.parametrize(
+    "client, failed", [("marks-untrusted-after-content", {"UNTR-1"}), ("reference-profiles", set())]
+)
+def test_a_call_of_a_tool_not_offered_calls_an_offered_one(
+    client: str, failed: set[str], tmp_path: Path
+) -> None:
+    """The generated model calls only what it was offered: its call of the tool of a server
+    that fails at initialize (never offered) goes to the tool the other server offers, whose
+    result a host can then mishandle (here, marked untrusted after the content), instead of
+    the turn being lost."""
+    failing = ServerPlan("notes", tools=(ToolPlan("look"),), failure="initialize-error")
+    scenario = Scenario(
+        servers=(failing, ServerPlan("docs", tools=(ToolPlan("query", reply="text"),))),
+        steps=(StepPlan("start"), replace(ASK, calls=(CallPlan("notes", "look"),))),
+    )
+    status, report = _replay(client, scenario, tmp_path)
+    assert _failed(report) == failed
+    assert (status != 0) == bool(failed)

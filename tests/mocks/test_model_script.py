@@ -59,6 +59,19 @@ def test_partial_match_in_several_calls_keeps_the_good_ones():
     )
 
 
+def test_a_fallback_call_of_a_tool_not_offered_calls_an_offered_mcp_tool():
+    """As a model calls only what it was given; never a built-in, and the same each time."""
+    for wanted in ("gone", "other"):
+        plan = plan_reply(
+            Step.call(server="s", tool=wanted, arguments={"a": 1}, fallback=True), BODY
+        )
+        assert plan.calls == [("mcp_s_t_ab12", '{"a":1}', None)] and not plan.problems
+    only_builtin = {"tools": [t for t in BODY["tools"] if t.get("name") != "mcp_s_t_ab12"]}
+    plan = plan_reply(Step.call(server="s", tool="t", fallback=True), only_builtin)
+    assert plan.calls == [] and plan.problems  # no MCP tool offered at all: said, as before
+    assert plan_reply(Step.call(server="s", tool="gone"), BODY).problems  # not asked: none
+
+
 def test_step_needs_a_target():
     with pytest.raises(ValueError):
         Step.call(server="only")
@@ -72,6 +85,8 @@ def test_step_needs_a_target():
         Step.call(server="s", tool="t", arguments={"x": [1]}),
         Step.call(name="n", repeat=True),
         Step.call(name="n", retry_on_error=True),
+        Step.call(server="s", tool="t", fallback=True),
+        Step.calls([Step.call(server="s", tool="gone", fallback=True), Step.call(name="a")]),
         Step.calls([Step.call(name="a"), Step.call(server="s", tool="t")]),
         Step.calls([Step.call(name="a")], retry_on_error=True),
         Step.text("hi"),
