@@ -9,6 +9,7 @@ scenarios ran, how long they took and which values of the catalogue they visited
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,24 @@ def _world(pytestconfig, adapter, description, timeouts, lures, second) -> World
         grace=max(1.0, 3 * timeouts.grace),
         scale=scale,
     )
+
+
+def replay_command(config: pytest.Config, path: Path | None) -> str:
+    """The command that replays the scenario file `path` against the host this run tested
+    (its adapter or driver command, their folders, the run's timeout scale): copied as
+    shown, it gives the same verdict."""
+    words = ["mcp-host-conformance", "explore"]
+    command, client = option(config, "client_cmd", None), option(config, "client", None)
+    if command:
+        words += ["--client-cmd", command]
+    elif client:
+        words += ["--client", client]
+    for folder in option(config, "client_path", None) or ():
+        words += ["--client-path", str(folder)]
+    scale = timeout_scale(config)
+    if scale != 1:
+        words += ["--timeout-scale", f"{scale:g}"]
+    return shlex.join([*words, "--replay", str(path)])
 
 
 def _replay(world: World, replaying: str, record_property) -> list[Finding]:
@@ -125,7 +144,7 @@ def test_generated_sessions(
                     f.finding.expected,
                     f"{f.finding.actual} (explorer: seed {seed}, scenario "
                     f"{f.scenario_index + 1}; shortest, {len(f.shortest.steps)} step(s): "
-                    f"{f.path}; replay with mcp-host-conformance explore --replay {f.path})",
+                    f"{f.path}; replay with {inline(replay_command(pytestconfig, f.path))})",
                 )
                 for f in result.found
             ]
