@@ -52,7 +52,8 @@ def replay_command(config: pytest.Config, path: Path | None) -> str:
         words += ["--client-cmd", command]
     elif client:
         words += ["--client", client]
-    for folder in option(config, "client_path", None) or ():
+    folders: list[str] = option(config, "client_path", None) or []
+    for folder in folders:
         words += ["--client-path", str(folder)]
     scale = timeout_scale(config)
     if scale != 1:

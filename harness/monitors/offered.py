@@ -190,7 +190,7 @@ def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
 
     def measure() -> tuple[list[tuple[str, int | None]], int]:
         definitions = [t.definition() for t in served.mock.spec.tools]
-        schemas = []
+        schemas: list[tuple[str, int | None]] = []
         for definition in definitions:
             schema = definition.get("inputSchema", MISSING)
             if schema is MISSING or not isinstance(schema, dict):
