@@ -52,7 +52,7 @@ def replay_command(config: pytest.Config, path: Path | None) -> str:
         words += ["--client-cmd", command]
     elif client:
         words += ["--client", client]
-    folders: list[str] = option(config, "client_path", None) or []
+    folders: list[str] = option(config, "client_path", []) or []
     for folder in folders:
         words += ["--client-path", str(folder)]
     scale = timeout_scale(config)
