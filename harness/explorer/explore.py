@@ -81,7 +81,7 @@ def scenario_file_name(finding: Finding) -> str:
 def _error_kind(error: str) -> str:
     # "step 2 (ask): AdapterError: ..." -> "ask: AdapterError": a count, not every message
     if "PreconditionFailure" in error and "EXP-5" in error:
-        return "ask: the model called a tool the host did not offer"
+        return "ask: the host offered no MCP tool for the model to call"
     match = re.match(r"(?:step \d+ \()?([a-z -]+)\)?: ([A-Za-z]+)", error)
     return f"{match.group(1)}: {match.group(2)}" if match else error[:60]
 
