@@ -61,6 +61,15 @@ class Entry:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def json_text(self, **dumps: Any) -> str:
+        """The entry as JSON text: `json.dumps(self.to_json(), **dumps)`, without the deep
+        copy `to_json` makes (a journal is written and searched as text entry by entry, and
+        `asdict` walks every value of every message in Python)."""
+        try:
+            return json.dumps(vars(self), **dumps)
+        except TypeError:  # a value JSON does not know as it is (a dataclass): asdict's form
+            return json.dumps(self.to_json(), **dumps)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -218,7 +227,7 @@ class FileJournal(Journal):
 
     @staticmethod
     def append_line(path: str, entry: Entry) -> None:
-        line = json.dumps(entry.to_json(), separators=(",", ":")) + "\n"
+        line = entry.json_text(separators=(",", ":")) + "\n"
         # One write() of one line with O_APPEND: concurrent writers never interleave.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -133,7 +133,7 @@ class Secrets:
     ) -> list[str]:
         """Search a mock's journal entries (all of them, or `entries`), in their JSON form."""
         chosen = journal.entries() if entries is None else entries
-        text = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in chosen)
+        text = "\n".join(e.json_text(ensure_ascii=False) for e in chosen)
         return self.found_in(text, where)
 
 

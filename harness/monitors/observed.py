@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 def journal_text(entries: Iterable[Entry]) -> str:
     """A journal as text, each entry as its JSON: what secrets are searched in."""
-    return "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in entries)
+    return "\n".join(e.json_text(ensure_ascii=False) for e in entries)
 
 
 @dataclass
