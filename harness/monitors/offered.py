@@ -177,16 +177,10 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _broken_limits(served: Served, near: bool = False) -> tuple[tuple[str, str], ...]:
-    """(rule, why) for each discovery limit the server's spec breaks by a clear margin (half
-    a KiB over a size bound); with `near`, also each size within that margin of its bound,
-    where the decision makes the verdict INFO only."""
-    return served.once(("broken-limits", near), lambda: tuple(_limits_broken(served, near)))
-
-
 def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
     """Each definition's name and its schema's size in bytes (None: no object schema), and
-    all the definitions' size: what both margins of `_broken_limits` are measured against."""
+    all the definitions' size: what both margins of `_broken_limits` are measured against,
+    measured once per record (several monitors ask, for every server, in every case)."""
 
     def measure() -> tuple[list[tuple[str, int | None]], int]:
         definitions = [t.definition() for t in served.mock.spec.tools]
@@ -202,7 +196,10 @@ def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
     return served.once("definition-sizes", measure)
 
 
-def _limits_broken(served: Served, near: bool) -> list[tuple[str, str]]:
+def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
+    """(rule, why) for each discovery limit the server's spec breaks by a clear margin (half
+    a KiB over a size bound); with `near`, also each size within that margin of its bound,
+    where the decision makes the verdict INFO only."""
     spec = served.mock.spec
     tools = spec.tools
     broken = []

@@ -148,6 +148,12 @@ def _in_order(pieces: list[str], texts: list[str]) -> bool:
     return False
 
 
+def _text_blocks(result: dict[str, Any]) -> list[str]:
+    """The server's text blocks of a call result, in order (the empty ones left out)."""
+    blocks = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
+    return [b for b in blocks if isinstance(b, str) and b]
+
+
 def _judgeable(result: Any, pieces: list[str]) -> bool:
     """A small result whose text holds no secret and no control character (the host must
     remove or neutralize those: CRED-3, HARD-1)."""
@@ -185,8 +191,7 @@ def result_substance(self: Monitor, observed: Observed) -> Iterator[Finding]:
         if isinstance(result, tuple):
             rule, pieces, says = "RES-5", [result[1]], "the server's error message"
         else:
-            blocks = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
-            pieces = [b for b in blocks if isinstance(b, str) and b]
+            pieces = _text_blocks(result)
             if result.get("isError"):
                 rule, says = "RES-5", "the server's error message"
             elif pieces:
@@ -419,8 +424,7 @@ def _first_text(tool: Tool, entry: Entry) -> str:
     result = call_tool_result(tool, params.get("arguments") or {})
     if not isinstance(result, dict):
         return ""
-    blocks = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
-    first = next((b for b in blocks if isinstance(b, str) and b.strip()), "")
+    first = next((b for b in _text_blocks(result) if b.strip()), "")
     if not first or not _judgeable(result, [first]) or "untrusted" in first.lower():
         return ""
     return first

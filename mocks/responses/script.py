@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -306,8 +307,6 @@ def fallback_tool(call: Call, body: Any) -> tuple[dict[str, Any], str | None] | 
     """The offered MCP function a `fallback` call makes instead of the one it names (not
     offered): one chosen by the name it wanted, the same for the same offer; None when the
     host offered no MCP function at all."""
-    import zlib
-
     functions = [(t, ns) for t, ns in offered_functions(body) if is_mcp_function(t)]
     if not functions:
         return None

@@ -293,7 +293,6 @@ def test_the_failures_that_wait_at_no_barrier_are_failures_of_the_catalogue():
     """A value renamed or removed in the catalogue must not leave a stale name here, where
     it would make a server that fails at connect hold the others at the barrier."""
     from mcp_host_conformance.harness.explorer.dimensions import dimension
-    from mcp_host_conformance.harness.explorer.servers import BAD_CERTIFICATES, FAILS_AT_CONNECT
+    from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT
 
     assert FAILS_AT_CONNECT <= set(dimension("failure").values)
-    assert set(BAD_CERTIFICATES) <= FAILS_AT_CONNECT
