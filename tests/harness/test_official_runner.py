@@ -29,9 +29,13 @@ if (what === "echo") {
     mine: process.env.RUNNER_TEST_MINE ?? null, theirs: process.env.RUNNER_TEST_THEIRS ?? null,
   }));
   console.error("to stderr");
-  setTimeout(() => console.log("LATE OUTPUT AFTER THE EXIT"), 10);
   await new Promise((resolve) => setTimeout(resolve, 1));
   process.exit(Number(rest[0] ?? 0));
+  // In the runner, exit ends the request and the code goes on: what it writes now, and what
+  // a timer set now writes later (during the next request), is not the request's output.
+  // (A timer set before the exit could fire first on a loaded machine.)
+  console.log("OUTPUT AFTER THE EXIT");
+  setTimeout(() => console.log("LATE OUTPUT AFTER THE EXIT"), 10);
 } else if (what === "hang") {
   setInterval(() => {}, 1000);
 } else if (what === "throw") {
