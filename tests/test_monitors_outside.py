@@ -228,6 +228,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "declined-keeps-question": ("decline-ends-session", "RETRY-3"),
     "arguments-shown-cut": ("cuts-arguments-by-characters", "APR-5"),  # found
     "connected-in-parallel": ("connects-in-series", "DISC-2"),  # found
+    "loopback-http-accepted": ("loopback-is-127-0-0-1-only", "NET-1"),  # found
 }
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 

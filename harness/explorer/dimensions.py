@@ -28,6 +28,12 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("servers", "how many servers are configured", ("1", "2", "3")),
     Dimension("transport", "how a server is reached", ("http", "https", "stdio")),
     Dimension(
+        "address",
+        "how a plain-HTTP server's URL names the loopback host (all of 127.0.0.0/8, `::1` and "
+        "`localhost` are loopback)",
+        ("127.0.0.1", "localhost", "127.0.0.2", "[::1]"),
+    ),
+    Dimension(
         "http-answers",
         "how a Streamable HTTP server frames its answers",
         ("sse", "json", "json-chunked", "sse-whole"),

@@ -161,6 +161,7 @@ class Generator:
             name=name,
             name_kind=kind,
             transport=transport,
+            address=self.pick("address") if transport == "http" else "127.0.0.1",
             http_answers=self.pick("http-answers") if transport != "stdio" else "sse",
             credential=credential,
             secret_shape=self.pick("secret-shape") if credential != "none" else "plain",

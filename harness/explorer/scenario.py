@@ -61,6 +61,7 @@ class ServerPlan:
     name: str
     name_kind: str = "plain"
     transport: str = "http"
+    address: str = "127.0.0.1"  # plain HTTP: how its URL names the loopback host
     http_answers: str = "sse"
     credential: str = "none"
     secret_shape: str = "plain"
@@ -126,6 +127,8 @@ class Scenario:
                 tool_names[tool.name] = tool_names.get(tool.name, 0) + 1
         for server in self.servers:
             yield "transport", server.transport
+            if server.transport == "http":
+                yield "address", server.address
             if server.transport != "stdio":
                 yield "http-answers", server.http_answers
             yield "credential", server.credential
@@ -203,6 +206,7 @@ class Scenario:
                 f"failure {s.failure}" if s.failure != "none" else "",
                 f"tools change {s.tools_change}" if s.tools_change != "never" else "",
                 s.http_answers if s.transport != "stdio" and s.http_answers != "sse" else "",
+                f"at {s.address}" if s.transport == "http" and s.address != "127.0.0.1" else "",
             ]
             more = "; ".join(e for e in extra if e)
             lines.append(
@@ -345,6 +349,7 @@ def _server(data: Any, where: str) -> ServerPlan:
         name=_name(data.get("name"), f"{where}.name", 64),
         name_kind=_value(data, "name_kind", "server-name", "plain", where),
         transport=_value(data, "transport", "transport", "http", where),
+        address=_value(data, "address", "address", "127.0.0.1", where),
         http_answers=_value(data, "http_answers", "http-answers", "sse", where),
         credential=_value(data, "credential", "credential", "none", where),
         secret_shape=_value(data, "secret_shape", "secret-shape", "plain", where),

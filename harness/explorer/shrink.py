@@ -36,6 +36,7 @@ PLAIN_SERVER: dict[str, Any] = {
     "calls_itself": "its-configured-name",
     "http_answers": "sse",
     "transport": "http",
+    "address": "127.0.0.1",
     "filler": 0,
     "page_size": None,
 }

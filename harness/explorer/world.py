@@ -33,7 +33,12 @@ from mcp_host_conformance.harness.cases.hostrun import (
 )
 from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
 from mcp_host_conformance.harness.explorer.arguments import call_arguments
-from mcp_host_conformance.harness.explorer.scenario import CallPlan, Scenario, StepPlan
+from mcp_host_conformance.harness.explorer.scenario import (
+    CallPlan,
+    Scenario,
+    ServerPlan,
+    StepPlan,
+)
 from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT, input_schema, spec_of
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
@@ -53,6 +58,14 @@ LOCALES = {
     "inherited": {},
     "C": {"LANG": "C", "LC_ALL": "C"},
     "tr_TR": {"LANG": "tr_TR.UTF-8", "LC_ALL": "tr_TR.UTF-8"},
+}
+# Where a plain-HTTP server of each `address` value listens (`localhost`: at 127.0.0.1,
+# named so in its URL); a run's sealed network has them all.
+ADDRESSES = {
+    "127.0.0.1": "127.0.0.1",
+    "localhost": "127.0.0.1",
+    "127.0.0.2": "127.0.0.2",
+    "[::1]": "::1",
 }
 QUESTION = "please look it up"
 PLAIN_NAMES = ("docs", "notes", "files", "tickets")
@@ -237,12 +250,13 @@ class _Session:
                 mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
                 case.stdio_mocks.append(mock)  # killed and reaped by the case, not closed
             else:
-                mock = HttpMock(setup.spec, tls=setup.tls)
+                listens = "127.0.0.1" if setup.tls else ADDRESSES[plan.address]
+                mock = HttpMock(setup.spec, tls=setup.tls, address=listens)
                 case.mocks.append(mock)
                 mock.start()
                 if mock.ca_file:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
-            if self._add(host, plan.name, plan.transport, mock, setup) and at:
+            if self._add(host, plan.name, plan, mock, setup) and at:
                 parties += 1
         if self.scenario.configuration == "all-removed":
             # the host's configuration exists and holds no server when it first starts
@@ -275,16 +289,16 @@ class _Session:
         self.case.mocks.append(meeting)
         return meeting
 
-    def _add(self, host: Host, name: str, transport: str, mock: Any, setup: Any) -> bool:
+    def _add(self, host: Host, name: str, plan: ServerPlan, mock: Any, setup: Any) -> bool:
         """Configure a server; a host that refuses its name (a verified-add host's own rule
         for names) gets it under a plain name instead, so the scenario goes on. False if it
         is not configured at all."""
         for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
             try:
-                if transport == "stdio":
+                if plan.transport == "stdio":
                     host.add_stdio(attempt, mock, args=setup.args, env=setup.env)
                 else:
-                    host.add_http(attempt, mock, headers=setup.headers)
+                    host.add_http(attempt, mock, headers=setup.headers, url=_url(plan, mock))
             except RefusedAtAdd as exc:
                 host.bound.pop(attempt, None)  # not configured under that name after all
                 host.bindings[:] = [b for b in host.bindings if b != (attempt, mock)]
@@ -384,6 +398,14 @@ class _Session:
                 self.outcome.violations.append(Violation(step, finding))
                 new = True
         return new
+
+
+def _url(plan: ServerPlan, mock: Any) -> str | None:
+    """The URL a server is configured with: its mock's, with `localhost` for 127.0.0.1 when
+    the scenario names it so."""
+    if plan.transport == "http" and plan.address == "localhost" and mock.url:
+        return str(mock.url).replace("//127.0.0.1:", "//localhost:", 1)
+    return None
 
 
 def _locale(value: str) -> dict[str, str]:

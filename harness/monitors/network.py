@@ -144,6 +144,72 @@ def redirect_not_followed(self: Monitor, observed: Observed) -> Iterator[Finding
             )
 
 
+def _plain_loopback(url: str) -> str | None:
+    """The host of a plain-HTTP URL to loopback (`localhost`, 127.0.0.0/8, `::1`), else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    if parts.scheme == "http" and (host in ("localhost", "::1") or host.startswith("127.")):
+        return host
+    return None
+
+
+# The loopback addresses the harness allows a host that refuses private addresses (PRIV-1):
+# beyond them, such a host refuses loopback too, by its own profile.
+ALLOWANCE = ("localhost", "127.0.0.1", "::1")
+
+
+@monitor(
+    "loopback-http-accepted",
+    "NET-1",
+    "a server configured over plain HTTP at a loopback address (`localhost`, 127.0.0.0/8, "
+    "`::1`) that listened throughout is contacted by a session that reports it unavailable "
+    "(a host that refuses private addresses may refuse loopback beyond the harness's "
+    "allowance)",
+)
+def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # NET-1's other half: plain HTTP is accepted for loopback. A refusal sends nothing, so a
+    # listening server that received nothing at all, while a session said it was
+    # unavailable, was refused without a try (a server closed by its case is not listening)
+    from mcp_host_conformance.harness.contract.adapter import HttpServer
+
+    private_refused = "private-address-refusal" in observed.profiles
+    urls = {
+        config.name: host
+        for config in observed.configured
+        if isinstance(config, HttpServer)
+        for host in [_plain_loopback(config.url)]
+        if host is not None and not (private_refused and host not in ALLOWANCE)
+    }
+    silent = [
+        s
+        for s in observed.served
+        if not s.stdio
+        and not s.reached
+        and getattr(s.mock, "_server", None) is not None
+        and not getattr(s.mock, "died", False)
+        and any(name in urls for name in s.names)
+    ]
+    if not silent:
+        return
+    runs = {id(r): r for host in observed.hosts for r in getattr(host, "runs", [])}
+    for served in silent:
+        for name in served.names:
+            statuses = [r.status(name) for r in runs.values() if name in urls]
+            refused = [s for s in statuses if s is not None and not s.connected]
+            if refused:
+                yield self.finding(
+                    "NET-1",
+                    f"plain HTTP to {served.label} at loopback ({urls[name]}) is accepted",
+                    f"it received nothing; the host said {visible(refused[0].line[:160])!r}",
+                )
+                return
+
+
 def _plain_remote(url: str) -> str | None:
     """The host of a plain-HTTP URL to anything but loopback, else None."""
     from urllib.parse import urlsplit

@@ -131,6 +131,12 @@ VALUES = {
         "resends-call-after-lost-session",
         "RETRY-1",
     ),
+    "address 127.0.0.2": (
+        _one_tool("text", address="127.0.0.2"),
+        "loopback-is-127-0-0-1-only",
+        "NET-1",
+    ),
+    "address [::1]": (_one_tool("text", address="[::1]"), "loopback-is-127-0-0-1-only", "NET-1"),
     "stdio-ending spawns-a-child": (
         _one_tool("text", transport="stdio", ending="spawns-a-child"),
         "forgets-to-reap",
