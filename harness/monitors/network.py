@@ -198,8 +198,8 @@ def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Findin
         return
     runs = {id(r): r for host in observed.hosts for r in getattr(host, "runs", [])}
     for served in silent:
-        for name in served.names:
-            statuses = [r.status(name) for r in runs.values() if name in urls]
+        for name in (n for n in served.names if n in urls):
+            statuses = [r.status(name) for r in runs.values()]
             refused = [s for s in statuses if s is not None and not s.connected]
             if refused:
                 yield self.finding(

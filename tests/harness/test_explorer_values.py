@@ -155,14 +155,16 @@ VALUES = {
 }
 
 
-def _replay(client: str, scenario: Scenario | None, tmp_path: Path) -> tuple[int, dict]:
+def _replay(
+    client: str, scenario: Scenario | None, tmp_path: Path, client_path: Path | None = None
+) -> tuple[int, dict]:
     """Replay `scenario` (None: every scenario file in tmp_path/scenarios) against `client`."""
     path, report = tmp_path / f"{client}.json", tmp_path / f"{client}-report.json"
     if scenario is None:
         path = tmp_path / "scenarios"
     else:
         path.write_text(json.dumps(to_json(scenario)), "utf-8")
-    done = replay(client, path, tmp_path, report)
+    done = replay(client, path, tmp_path, report, client_path)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-2000:]
     return done.returncode, json.loads(report.read_text("utf-8"))
 
@@ -210,3 +212,38 @@ def test_a_call_of_a_tool_not_offered_calls_an_offered_one(
     status, report = _replay(client, scenario, tmp_path)
     assert _failed(report) == failed
     assert (status != 0) == bool(failed)
+
+
+# The reference host refusing private addresses, and claiming no other profile: it refuses
+# them at start, not when a server is added (it does not sync at add, `verified-add`).
+PRIVATE_ONLY = """
+import dataclasses
+from mcp_host_conformance.reference_client.adapter import ReferenceProfilesAdapter
+
+class Adapter(ReferenceProfilesAdapter):
+    def describe(self):
+        described = super().describe()
+        return dataclasses.replace(described, profiles=frozenset({"private-address-refusal"}))
+
+    def _prepare(self, home):
+        with self._lock:
+            if home in self._prepared:
+                return
+            self._prepared.add(home)
+        super(ReferenceProfilesAdapter, self)._cli(
+            home, ["profiles", "enable", "private-address-refusal"]
+        )
+"""
+
+
+@pytest.mark.parametrize("address", ["127.0.0.2", "[::1]", "localhost"])
+def test_a_host_refusing_private_addresses_may_refuse_loopback_beyond_its_allowance(
+    address: str, tmp_path: Path
+) -> None:
+    """NET-1's loopback monitor leaves a `private-address-refusal` host its refusal of
+    127.0.0.2 (PRIV-1's, beyond the harness's allowance of 127.0.0.1 and ::1), which it makes
+    at start, and still judges it on the loopback forms it was allowed."""
+    (tmp_path / "private_only.py").write_text(PRIVATE_ONLY, "utf-8")
+    scenario = _one_tool("text", address=address)
+    status, report = _replay("private_only:Adapter", scenario, tmp_path, client_path=tmp_path)
+    assert status == 0 and not _failed(report), _failed(report)
