@@ -17,14 +17,13 @@ host with none cannot show the rule, which is then reported not observable, neve
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.harness.cases.exposed_names import guessed, is_valid
 from mcp_host_conformance.harness.cases.observe import (
     builtin_tools,
     mcp_functions,
@@ -38,10 +37,6 @@ from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 from mcp_host_conformance.mocks.model_script import Step
 from mcp_host_conformance.mocks.spec import Reply, ServerSpec, Tool
 
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")  # always fullmatch: `$` accepts "x\n"
-DISALLOWED = re.compile(r"[^A-Za-z0-9_-]")
-COUNTED = re.compile(r"(.*?)[_-]?\d{1,2}")  # a name made unique with a small counter
-
 
 def spec(name: str, tools: list[Tool]) -> ServerSpec:
     return ServerSpec(name=name, tools=tools)
@@ -52,10 +47,6 @@ def tool(name: str, description: str = "", schema: Any = None) -> Tool:
     if schema is not None:
         kwargs["input_schema"] = schema
     return Tool(name, description or f"The {name} tool.", **kwargs)
-
-
-def is_valid(name: str) -> bool:
-    return NAME_PATTERN.fullmatch(name) is not None
 
 
 def offered_after_start(host, model, ids: str) -> dict[str, Any]:
@@ -84,32 +75,6 @@ def names_offered(
         offered = offered_for(body, model, server, name)
         found[(server, name)] = None if offered is None else str(offered.get("name"))
     return found
-
-
-def guesses(server: str, name: str) -> set[str]:
-    """The replacements EXP-2 forbids for an awkward `mcp_<server>_<tool>`: disallowed
-    characters replaced by `_` or `-` or dropped, before or after transliteration (é -> e),
-    lower-cased or not, cut at 64."""
-    raw = f"mcp_{server}_{name}"
-    transliterated = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode()
-    found = set()
-    for base in (raw, transliterated):
-        for replacement in ("_", "-", ""):
-            guess = DISALLOWED.sub(replacement, base)
-            found.update({guess[:64], guess.lower()[:64]})
-    return found
-
-
-def guessed(offered: str, server: str, name: str) -> bool:
-    """Whether `offered` is a guess, or a guess (cut to make room) with a small counter."""
-    candidates = guesses(server, name)
-    if offered in candidates:
-        return True
-    counted = COUNTED.fullmatch(offered)
-    stem = counted.group(1) if counted else None
-    return bool(stem) and any(
-        g.startswith(stem) and len(stem) >= len(g) - 6 for g in candidates if stem
-    )
 
 
 def check_all_names(body: dict[str, Any]) -> None:

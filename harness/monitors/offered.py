@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from mcp_host_conformance.harness.cases.exposed_names import guessed, is_valid
 from mcp_host_conformance.harness.cases.observe import same_json
 from mcp_host_conformance.harness.monitors.observed import ModelRequest, Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -25,7 +25,6 @@ from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.mocks.responses.script import offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_PREFIX, MISSING
 
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # fullmatch: `$` would let "x\n" through
 KIB = 1024
 MIB = 1024 * KIB
 # The decisions of DISC-8 and DISC-9: sizes are the UTF-8 length of the compact JSON, and
@@ -58,7 +57,8 @@ def _one_name(served: Served) -> str | None:
     "exposed-names",
     "EXP-1 EXP-2",
     "every offered MCP function's name matches the pattern, starts with mcp_, is unique in "
-    "its request, and is mcp_<server>_<tool> whenever that is valid and unique",
+    "its request, is mcp_<server>_<tool> whenever that is valid and unique, and is no guessed "
+    "replacement of it when it is not (a hash suffix instead)",
 )
 def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
     reported: set[tuple[str, str]] = set()
@@ -76,7 +76,7 @@ def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
             name = str(function.get("name"))
             what = f"{served.label}/{tool}"
             twins = names[(name, namespace)]
-            bad = NAME.fullmatch(name) is None or not name.startswith("mcp_") or twins > 1
+            bad = not is_valid(name) or not name.startswith("mcp_") or twins > 1
             if bad and ("EXP-2", what) not in reported:
                 reported.add(("EXP-2", what))
                 yield self.finding(
@@ -93,7 +93,17 @@ def exposed_names(self: Monitor, observed: Observed) -> Iterator[Finding]:
             unique = plain_counts.get(plain) == 1 and plain not in {
                 n for n, _ns in names if n != name
             }
-            if NAME.fullmatch(plain) and unique and name != plain:
+            if not is_valid(plain) and guessed(name, server, tool):
+                if ("EXP-2", what) not in reported:
+                    reported.add(("EXP-2", what))
+                    yield self.finding(
+                        "EXP-2",
+                        f"{what} (mcp_<server>_<tool> not a valid name) offered with a hash "
+                        "suffix, not a guessed replacement",
+                        f"offered as {name!r} in model request {request.index + 1}",
+                    )
+                continue
+            if is_valid(plain) and unique and name != plain:
                 if ("EXP-1", what) not in reported:
                     reported.add(("EXP-1", what))
                     yield self.finding(

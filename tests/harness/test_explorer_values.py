@@ -137,6 +137,14 @@ VALUES = {
         "NET-1",
     ),
     "address [::1]": (_one_tool("text", address="[::1]"), "loopback-is-127-0-0-1-only", "NET-1"),
+    "tool-name awkward": (
+        Scenario(
+            servers=(ServerPlan("docs", tools=(ToolPlan("query.v2 (0)", name_kind="awkward"),)),),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+        ),
+        "drops-hash-suffix",
+        "EXP-2",
+    ),
     "stdio-ending spawns-a-child": (
         _one_tool("text", transport="stdio", ending="spawns-a-child"),
         "forgets-to-reap",
