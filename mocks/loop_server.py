@@ -318,6 +318,11 @@ class ServedMock:
         since was not the client's doing."""
         return self._server is not None and self._server.died
 
+    @property
+    def listening(self) -> bool:
+        """Started, not closed since, and not stopped by itself."""
+        return self._server is not None and not self._server.died
+
     def close(self) -> None:
         if self._server is not None:
             self._server.close()

@@ -190,8 +190,7 @@ def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Findin
         for s in observed.served
         if not s.stdio
         and not s.reached
-        and getattr(s.mock, "_server", None) is not None
-        and not getattr(s.mock, "died", False)
+        and getattr(s.mock, "listening", False)
         and any(name in urls for name in s.names)
     ]
     if not silent:
