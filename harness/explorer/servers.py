@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,13 @@ LINKED_FILE = "file:///srv/report.txt"
 # a table a server returns as a blob of a text type (a file read whole): data, not text for
 # the model, whatever its type says (RES-2)
 BLOB_TABLE = base64.b64encode("region,total\nGröße-Nord,4217\n".encode()).decode()
+
+
+def token_variable(server: str) -> str:
+    """The variable a stdio server's secret is configured in, named after the server as
+    real ones are (`GITHUB_TOKEN`, `SLACK_BOT_TOKEN`): under one name for every server, a host
+    that hands each server every server's variables would hand each its own value last."""
+    return re.sub(r"[^A-Z0-9]+", "_", server.upper()).strip("_")[:40] + "_API_TOKEN"
 
 
 def _sized(text: str, size: int) -> str:
@@ -288,7 +296,7 @@ def spec_of(
         if bad.reject_status is None:
             bad.accept_header, bad.accept_value = "Authorization", f"Bearer {secret}"
     elif secret is not None and plan.credential == "env":
-        env["MOCK_API_TOKEN"] = secret
+        env[token_variable(plan.name)] = secret
     server_info = None
     if plan.calls_itself == "another-name":
         server_info = {"name": "a-server-by-another-name", "version": "1.0"}

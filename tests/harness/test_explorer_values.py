@@ -137,6 +137,17 @@ VALUES = {
         "NET-1",
     ),
     "address [::1]": (_one_tool("text", address="[::1]"), "loopback-is-127-0-0-1-only", "NET-1"),
+    "credential env, two stdio servers with one each": (
+        Scenario(
+            servers=(
+                ServerPlan("docs", transport="stdio", credential="env"),
+                ServerPlan("notes", transport="stdio", credential="env"),
+            ),
+            steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+        ),
+        "env-to-every-stdio-server",
+        "CRED-2",
+    ),
     "tool-name awkward": (
         Scenario(
             servers=(ServerPlan("docs", tools=(ToolPlan("query.v2 (0)", name_kind="awkward"),)),),
