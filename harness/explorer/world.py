@@ -250,10 +250,7 @@ class _Session:
                 mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
                 case.stdio_mocks.append(mock)  # killed and reaped by the case, not closed
             else:
-                listens = "127.0.0.1" if setup.tls else ADDRESSES[plan.address]
-                mock = HttpMock(setup.spec, tls=setup.tls, address=listens)
-                case.mocks.append(mock)
-                mock.start()
+                mock = self._listening(plan, setup)
                 if mock.ca_file:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
             if self._add(host, plan.name, plan, mock, setup) and at:
@@ -274,6 +271,27 @@ class _Session:
             if parties < 2:
                 meeting.close()
         return host
+
+    def _listening(self, plan: ServerPlan, setup: Any) -> Any:
+        """The server's HTTP mock, started at its scenario's address; at 127.0.0.1 when this
+        machine has no such address (no IPv6 loopback, say): the machine's lack, written down,
+        never a verdict on the host."""
+        from mcp_host_conformance.mocks.http_server import HttpMock
+
+        listens = "127.0.0.1" if setup.tls else ADDRESSES[plan.address]
+        mock = HttpMock(setup.spec, tls=setup.tls, address=listens)
+        try:
+            mock.start()
+        except RuntimeError as exc:
+            if listens == "127.0.0.1":
+                raise
+            self.outcome.errors.append(
+                f"{plan.name} served at 127.0.0.1, not {plan.address}: {_said(exc)}"
+            )
+            mock = HttpMock(setup.spec, tls=setup.tls)  # its URL, 127.0.0.1, is configured
+            mock.start()
+        self.case.mocks.append(mock)
+        return mock
 
     def _barrier(self) -> Any:
         """The barrier the scenario's servers answer initialize at, or None. Not for a host

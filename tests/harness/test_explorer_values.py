@@ -266,3 +266,25 @@ def test_a_host_refusing_private_addresses_may_refuse_loopback_beyond_its_allowa
     scenario = _one_tool("text", address=address)
     status, report = _replay("private_only:Adapter", scenario, tmp_path, client_path=tmp_path)
     assert status == 0 and not _failed(report), _failed(report)
+
+
+# An in-process adapter whose run has no [::1] to listen at: the world's address for it is
+# one this machine does not have (TEST-NET-1, RFC 5737).
+NO_IPV6_LOOPBACK = """
+from mcp_host_conformance.harness.explorer import world
+world.ADDRESSES["[::1]"] = "192.0.2.99"
+from mcp_host_conformance.reference_client.adapter import ReferenceAdapter as Adapter
+"""
+
+
+def test_an_address_the_machine_lacks_is_served_at_127_0_0_1_and_blames_nobody(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "no_ipv6.py").write_text(NO_IPV6_LOOPBACK, "utf-8")
+    scenario = _one_tool("text", address="[::1]")
+    status, report = _replay("no_ipv6:Adapter", scenario, tmp_path, client_path=tmp_path)
+    assert status == 0 and not _failed(report), _failed(report)
+    (case,) = [c for c in report["cases"] if c["id"].startswith("test_explorer::")]
+    assert case["outcome"] == "passed"
+    errors = case["figures"]["explorer: steps the host could not take"]
+    assert "served at 127.0.0.1, not [::1]" in str(errors)
