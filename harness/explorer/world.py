@@ -253,7 +253,7 @@ class _Session:
                 mock = self._listening(plan, setup)
                 if mock.ca_file:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
-            if self._add(host, plan.name, plan, mock, setup) and at:
+            if self._add(host, plan, mock, setup) and at:
                 parties += 1
         if self.scenario.configuration == "all-removed":
             # the host's configuration exists and holds no server when it first starts
@@ -307,10 +307,11 @@ class _Session:
         self.case.mocks.append(meeting)
         return meeting
 
-    def _add(self, host: Host, name: str, plan: ServerPlan, mock: Any, setup: Any) -> bool:
+    def _add(self, host: Host, plan: ServerPlan, mock: Any, setup: Any) -> bool:
         """Configure a server; a host that refuses its name (a verified-add host's own rule
         for names) gets it under a plain name instead, so the scenario goes on. False if it
         is not configured at all."""
+        name = plan.name
         for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
             try:
                 if plan.transport == "stdio":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mcp_host_conformance.harness.cases.hostrun import LOOPBACK_ALLOWANCE, PRIVATE_REFUSAL
 from mcp_host_conformance.harness.cases.observe import oauth_reason_problems
 from mcp_host_conformance.harness.monitors.observed import Observed
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -55,8 +56,7 @@ def rejection_says_no_oauth(self: Monitor, observed: Observed) -> Iterator[Findi
     ]
     if not rejecting:
         return
-    runs = {id(r): r for host in observed.hosts for r in getattr(host, "runs", [])}
-    for running in runs.values():
+    for running in observed.runs:
         for served in rejecting:
             for name in served.names:
                 status = running.status(name)
@@ -144,8 +144,8 @@ def redirect_not_followed(self: Monitor, observed: Observed) -> Iterator[Finding
             )
 
 
-def _plain_loopback(url: str) -> str | None:
-    """The host of a plain-HTTP URL to loopback (`localhost`, 127.0.0.0/8, `::1`), else None."""
+def _plain_http_host(url: str) -> str | None:
+    """The host of a plain-HTTP URL, else None."""
     from urllib.parse import urlsplit
 
     try:
@@ -153,14 +153,16 @@ def _plain_loopback(url: str) -> str | None:
         host = parts.hostname or ""
     except ValueError:
         return None
-    if parts.scheme == "http" and (host in ("localhost", "::1") or host.startswith("127.")):
-        return host
-    return None
+    return host if parts.scheme == "http" else None
 
 
-# The loopback addresses the harness allows a host that refuses private addresses (PRIV-1):
-# beyond them, such a host refuses loopback too, by its own profile.
-ALLOWANCE = ("localhost", "127.0.0.1", "::1")
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+# What the harness allows a host that refuses private addresses (PRIV-1): beyond it, such a
+# host refuses loopback too, by its own profile (`localhost` is 127.0.0.1).
+ALLOWANCE = (*LOOPBACK_ALLOWANCE, "localhost")
 
 
 @monitor(
@@ -177,13 +179,13 @@ def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Findin
     # unavailable, was refused without a try (a server closed by its case is not listening)
     from mcp_host_conformance.harness.contract.adapter import HttpServer
 
-    private_refused = "private-address-refusal" in observed.profiles
+    private_refused = PRIVATE_REFUSAL in observed.profiles
     urls = {
         config.name: host
         for config in observed.configured
         if isinstance(config, HttpServer)
-        for host in [_plain_loopback(config.url)]
-        if host is not None and not (private_refused and host not in ALLOWANCE)
+        for host in [_plain_http_host(config.url)]
+        if host is not None and _loopback(host) and not (private_refused and host not in ALLOWANCE)
     }
     silent = [
         s
@@ -195,10 +197,9 @@ def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Findin
     ]
     if not silent:
         return
-    runs = {id(r): r for host in observed.hosts for r in getattr(host, "runs", [])}
     for served in silent:
         for name in (n for n in served.names if n in urls):
-            statuses = [r.status(name) for r in runs.values()]
+            statuses = [r.status(name) for r in observed.runs]
             refused = [s for s in statuses if s is not None and not s.connected]
             if refused:
                 yield self.finding(
@@ -207,20 +208,6 @@ def loopback_http_accepted(self: Monitor, observed: Observed) -> Iterator[Findin
                     f"it received nothing; the host said {visible(refused[0].line[:160])!r}",
                 )
                 return
-
-
-def _plain_remote(url: str) -> str | None:
-    """The host of a plain-HTTP URL to anything but loopback, else None."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return None
-    if parts.scheme != "http" or host == "localhost" or host == "::1" or host.startswith("127."):
-        return None
-    return host
 
 
 @monitor(
@@ -236,8 +223,8 @@ def plain_http_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
         host: config.name
         for config in observed.configured
         if isinstance(config, HttpServer)
-        for host in [_plain_remote(config.url)]
-        if host is not None
+        for host in [_plain_http_host(config.url)]
+        if host is not None and not _loopback(host)
     }
     for mock in observed.other_mocks:
         address = str(getattr(mock, "address", "")).strip("[]")

@@ -182,6 +182,16 @@ class Observed:
                     entry.names.append(name)
         self.served = list(served.values())
 
+    @cached_property
+    def runs(self) -> list[Any]:
+        """Every session the case started (`Running`), once each: hosts of one case may share
+        them (a host restarted as another object)."""
+        seen: dict[int, Any] = {}
+        for host in self.hosts:
+            for run in getattr(host, "runs", []):
+                seen.setdefault(id(run), run)
+        return list(seen.values())
+
     # ---- the harness's steps ----------------------------------------------------------------
 
     @cached_property

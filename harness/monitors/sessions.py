@@ -26,14 +26,6 @@ def _decoded(text: str) -> Any:
         return None
 
 
-def _runs(observed: Observed) -> list[Any]:
-    seen: dict[int, Any] = {}
-    for host in observed.hosts:
-        for run in host.runs:
-            seen.setdefault(id(run), run)
-    return list(seen.values())
-
-
 def _gone(observed: Observed, call: Called, since: float) -> bool:
     """Whether the call's tool was no longer served, or its server no longer configured,
     when the session reopened."""
@@ -57,7 +49,7 @@ def _gone(observed: Observed, call: Called, since: float) -> bool:
     "and its paired output, with the same call_id and output (SESS-4 when its tool is gone)",
 )
 def reopened_carries_history(self: Monitor, observed: Observed) -> Iterator[Finding]:
-    runs = _runs(observed)
+    runs = observed.runs
     asks = observed.of("ask")
     for run in runs:
         resume = getattr(run.options, "resume", None)

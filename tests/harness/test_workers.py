@@ -360,13 +360,16 @@ def test_a_start_the_parent_had_not_read_when_the_run_stopped_is_taken_in():
 def test_a_garbled_message_ends_the_taking_in_without_an_error():
     """Stopped in the middle of reading a message, the parent reads the rest of the stream
     out of step: whatever that gives, unwinding goes on (its workers must still be stopped)."""
+    import pickle
     from types import SimpleNamespace
 
     from mcp_host_conformance.harness.run import workers
 
     parent_end, child_end = socket.socketpair()
     with parent_end, child_end:
-        child_end.sendall(workers._HEADER.pack(5) + b"\x80\x05garb")
+        torn = workers._HEADER.pack(5) + b"\x80\x05garb"  # a pickle cut short
+        stray = pickle.dumps(7)  # a whole pickle, but no message: read out of step
+        child_end.sendall(workers._HEADER.pack(len(stray)) + stray + torn)
         parent = object.__new__(workers._Parent)
         parent.config = SimpleNamespace(hook=SimpleNamespace())
         parent._drain(workers._Worker(pid=0, sock=parent_end, interrupt=-1))
