@@ -29,6 +29,12 @@ pytestmark = pytest.mark.xdist_group("zoo")  # the self-test's pool (selftest_ru
 
 # monitor -> (broken client, case of another rule, the rule it finds broken)
 PROOFS = {
+    # the review after the start shows none of the tools it trusts on first use
+    "unapproved-tool-called": (
+        "trusts-tools-on-first-use",
+        "test_approval.py::test_every_call_waits_for_its_own_approval",
+        "PIN-2",
+    ),
     "rejection-says-no-oauth": (
         "no-oauth-hint",
         "test_credentials.py::test_no_oauth_flow_after_a_rejection",
@@ -229,6 +235,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "arguments-shown-cut": ("cuts-arguments-by-characters", "APR-5"),  # found
     "connected-in-parallel": ("connects-in-series", "DISC-2"),  # found
     "loopback-http-accepted": ("loopback-is-127-0-0-1-only", "NET-1"),  # found
+    "changed-tool-called": ("follows-changed-tools", "PIN-1"),  # found (seed 4)
 }
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 

@@ -367,7 +367,9 @@ class Running:
 
         def on_tool(pending: PendingTool) -> bool:
             self.host._saw(pending.text)
-            return bool(approver(pending))
+            answer = bool(approver(pending))
+            self.host.tool_answers.append((time.time(), pending, answer))
+            return answer
 
         limit = self.host.timeouts.ask_bound(*self.host.bounded_timeouts(self.options))
         with self.host.moments.step("review", self.number):
@@ -420,6 +422,12 @@ class Host:
     profiles: frozenset[str] = frozenset()
     case_profiles: frozenset[str] = frozenset()
     reviews: list[ToolReview] = field(default_factory=list)
+    # each tool a review showed, with when and how the person answered (True: approved): a
+    # monitor tells which definition an approval covered by the time it was given
+    tool_answers: list[tuple[float, PendingTool, bool]] = field(default_factory=list)
+    # what the person answers in the review after each start of a pinning host, in a case
+    # not about pinning (the explorer's `tool-review` says no after the first start)
+    review_answer: bool = True
     # what the harness did and when (monitors order journal entries by it), and which mock
     # each configured name stands for
     moments: Timeline = field(default_factory=Timeline)
@@ -656,7 +664,7 @@ class Host:
         host that claims pinning has every new or changed tool disabled until a person
         approves it: in a case that is not about pinning (or flagging), the person approves
         every tool right after the start, as a user of such
-        a host would before chatting."""
+        a host would before chatting (or refuses every one: `review_answer`)."""
         self.allow_loopback()
         options = self.options(**overrides)
         began = time.monotonic()
@@ -670,7 +678,7 @@ class Host:
         running = Running(self, session, options, time.monotonic() - began)
         self.runs.append(running)
         if PINNING in self.profiles and not ({PINNING, FLAGGING} & self.case_profiles):
-            running.review(True)
+            running.review(self.review_answer)
         return running
 
     def start_again(self, **overrides: Any) -> Running:

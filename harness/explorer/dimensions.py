@@ -67,6 +67,13 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ("at-once", "once-every-server-is-contacted"),
     ),
     Dimension(
+        "tool-review",
+        "what the person answers in a pinning host's tool review after each start: yes to "
+        "every tool each time, or yes at the first start only (a tool changed or new since "
+        "stays disabled; PIN-1's and PIN-2's monitors see whether it is called anyway)",
+        ("approve-every-time", "approve-at-the-first-start-only"),
+    ),
+    Dimension(
         "stdio-ending",
         "how a stdio server ends when its host stops it",
         (
@@ -109,8 +116,18 @@ DIMENSIONS: tuple[Dimension, ...] = (
     ),
     Dimension(
         "tools-change",
-        "whether a server's tools change during the session",
-        ("never", "after-the-first-call", "a-tool-disappears"),
+        "whether a server's tools change during the session: after its first answered call "
+        "every tool's description (`after-the-first-call`), input schema (one more argument) "
+        "or `readOnlyHint` changes, its first tool disappears, or its last planned tool "
+        "appears (a server of one tool has none to add)",
+        (
+            "never",
+            "after-the-first-call",
+            "its-schema-after-the-first-call",
+            "its-annotations-after-the-first-call",
+            "a-tool-disappears",
+            "a-tool-appears",
+        ),
     ),
     # -- how a call ends --
     Dimension(

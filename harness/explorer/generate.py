@@ -103,6 +103,7 @@ class Generator:
             locale=self.pick("locale"),
             configuration=self._configuration(),
             connecting=self.pick("connecting"),
+            tool_review=self.pick("tool-review"),
         )
 
     def _configuration(self) -> str:

@@ -114,6 +114,7 @@ class Scenario:
     locale: str = "inherited"
     configuration: str = "the-servers"  # or none configured, or all removed before the start
     connecting: str = "at-once"  # or each server answers initialize once all are contacted
+    tool_review: str = "approve-every-time"  # a pinning host's review after each start
 
     def server(self, name: str | None) -> ServerPlan | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -180,6 +181,7 @@ class Scenario:
         yield "locale", self.locale
         yield "configuration", self.configuration
         yield "connecting", self.connecting
+        yield "tool-review", self.tool_review
 
     def describe(self) -> list[str]:
         """The scenario as lines a person reads: the servers, then the steps."""
@@ -216,6 +218,8 @@ class Scenario:
             lines.append(f"host configuration: {self.configuration.replace('-', ' ')}")
         if self.connecting != "at-once":
             lines.append("servers answer initialize only once every one is contacted")
+        if self.tool_review != "approve-every-time":
+            lines.append("tool review: yes to every tool at the first start only, no after it")
         if self.umask != "022" or self.locale != "inherited":
             lines.append(f"host environment: umask {self.umask}, locale {self.locale}")
         for n, step in enumerate(self.steps, start=1):
@@ -293,6 +297,7 @@ def from_json(data: Any) -> Scenario:
         locale=_value(data, "locale", "locale", "inherited"),
         configuration=_value(data, "configuration", "configuration", "the-servers"),
         connecting=_value(data, "connecting", "connecting", "at-once"),
+        tool_review=_value(data, "tool_review", "tool-review", "approve-every-time"),
     )
 
 

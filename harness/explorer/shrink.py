@@ -185,6 +185,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield replace(scenario, configuration="the-servers")
     if scenario.connecting != "at-once":
         yield replace(scenario, connecting="at-once")
+    if scenario.tool_review != "approve-every-time":
+        yield replace(scenario, tool_review="approve-every-time")
 
 
 def shrink(

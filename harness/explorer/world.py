@@ -360,6 +360,9 @@ class _Session:
         if self.connect is not None:
             overrides["connect_timeout"] = self.connect
         self.running = None
+        # a pinning host's review after this start: no after the first, if the scenario says
+        first = not any(h.runs for h in self.case.hosts)
+        host.review_answer = first or self.scenario.tool_review == "approve-every-time"
         self.running = host.start(**overrides)
 
     def _stop(self) -> None:

@@ -14,6 +14,7 @@ from mcp_host_conformance.harness.monitors import (  # noqa: F401 - they registe
     discovery,
     network,
     offered,
+    pinning,
     results,
     secrets,
     sessions,

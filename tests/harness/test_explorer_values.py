@@ -43,6 +43,20 @@ def _held_at_connect(*servers: ServerPlan) -> Scenario:
     )
 
 
+def _changes_then_restarts(change: str, review: str = "approve-every-time") -> Scenario:
+    """A server whose tools change after the first call; the host started again (a pinning
+    host lists the change at its next start) and its tools called once more."""
+    both = StepPlan("ask", calls=(CallPlan("docs", "query"), CallPlan("docs", "later")))
+    both = replace(both, answers=("y", "y"))
+    return Scenario(
+        servers=(
+            ServerPlan("docs", tools=(ToolPlan("query"), ToolPlan("later")), tools_change=change),
+        ),
+        steps=(StepPlan("start"), both, StepPlan("restart-fresh"), both),
+        tool_review=review,
+    )
+
+
 # value -> (scenario, a host that mishandles it, the rule its monitor then sees broken)
 VALUES = {
     "configuration none-configured": (
@@ -166,6 +180,26 @@ VALUES = {
         "never-escalates-to-sigkill",
         "STDIO-5",
     ),
+    "tools-change after-the-first-call": (
+        _changes_then_restarts("after-the-first-call"),
+        "follows-changed-tools",
+        "PIN-1",
+    ),
+    "tools-change its-schema-after-the-first-call": (
+        _changes_then_restarts("its-schema-after-the-first-call"),
+        "pins-description-only",
+        "PIN-1",
+    ),
+    "tools-change its-annotations-after-the-first-call": (
+        _changes_then_restarts("its-annotations-after-the-first-call"),
+        "pins-without-annotations",
+        "PIN-1",
+    ),
+    "tools-change a-tool-appears": (
+        _changes_then_restarts("a-tool-appears"),
+        "trusts-later-tools",
+        "PIN-2",
+    ),
     "stdio-ending daemonizes": (
         _one_tool("text", transport="stdio", ending="daemonizes"),
         "signals-only-live-leaders",
@@ -200,17 +234,33 @@ def test_a_host_that_mishandles_the_value_is_seen(value: str, tmp_path: Path) ->
     assert status != 0
 
 
-def test_the_reference_host_keeps_every_rule_in_them(tmp_path: Path) -> None:
+# What a pinning host's person does after the first start changes what a kept rule looks
+# like: the changed and the new tool stay disabled (refused at the review), or are approved.
+PINNING = [
+    _changes_then_restarts(change, review)
+    for change in (
+        "after-the-first-call",
+        "its-schema-after-the-first-call",
+        "its-annotations-after-the-first-call",
+        "a-tool-appears",
+    )
+    for review in ("approve-every-time", "approve-at-the-first-start-only")
+]
+
+
+@pytest.mark.parametrize("client", ["reference", "reference-profiles"])
+def test_the_reference_hosts_keep_every_rule_in_them(client: str, tmp_path: Path) -> None:
     """All of them in one replay of their folder, as a host author replays what a run wrote."""
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    for n, value in enumerate(sorted(VALUES)):
-        (folder / f"{n:02d}.json").write_text(json.dumps(to_json(VALUES[value][0])), "utf-8")
-    status, report = _replay("reference", None, tmp_path)
+    scenarios = [VALUES[value][0] for value in sorted(VALUES)] + PINNING
+    for n, scenario in enumerate(scenarios):
+        (folder / f"{n:02d}.json").write_text(json.dumps(to_json(scenario)), "utf-8")
+    status, report = _replay(client, None, tmp_path)
     assert status == 0 and not _failed(report), _failed(report)
     (case,) = [c for c in report["cases"] if c["id"].startswith("test_explorer::")]
     assert case["outcome"] == "passed"
-    assert case["figures"]["explorer: scenario files replayed"] == len(VALUES)
+    assert case["figures"]["explorer: scenario files replayed"] == len(scenarios)
 
 
 @pytest.mark.parametrize(

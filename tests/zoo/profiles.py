@@ -306,11 +306,13 @@ CLIENTS = [
     BrokenClient(
         "model-approves-tools",
         "Offers the model a built-in that enables every tool waiting for approval.",
-        {"PIN-3"},
+        # PIN-2: the tool the model enabled reaches its server with no person's approval
+        {"PIN-3", "PIN-2"},
         (
             _approve_builtin,
             _model_approves,
         ),
+        target="PIN-3",
         base="profiles",
     ),
     BrokenClient(

@@ -1,0 +1,160 @@
+"""Monitors of the `pinning` profile: no tool is called before a person approves it, and a
+tool whose definition changed is not called until a person approves it again.
+
+Strategy: judged where the change is certain and the host could not have missed it. A
+server whose tools change after its first answered call (its spec's misbehaviour, the
+explorer's `tools-change` values) journals the moment it switched; its definitions before
+and after are its spec's, compared as the profile's catalog says (docs/profiles.md: the
+definition as listed, canonical JSON, so members in another order are no change). Once the
+host has listed that server's tools again after the switch, a call of a changed tool that
+reaches the server in a later turn (a question asked after that listing: the host had the
+new definitions in hand, whatever its threads were doing) needs an approval of that tool
+in a review between the listing and the call. A host that never lists again knows nothing
+of the change and is not judged here; nor is a server a case switched itself. An approval
+is an answer of yes to the tool, by its configured server's name and its own name, in any
+review before the call (`Host.tool_answers`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from mcp_host_conformance.harness.contract.adapter import PendingTool
+from mcp_host_conformance.harness.monitors.observed import Observed, Served
+from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.verdicts.outcomes import Finding
+from mcp_host_conformance.mocks.spec import Tool
+
+__all__: list[str] = []
+
+# the members of a listed definition the pin covers (docs/profiles.md, PIN-1's decisions)
+PINNED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def _pinned(tool: Tool) -> str:
+    listed = tool.definition()
+    return json.dumps({k: listed.get(k) for k in PINNED}, sort_keys=True, ensure_ascii=False)
+
+
+def _what_changed(before: Tool, after: Tool) -> str:
+    was, now = json.loads(_pinned(before)), json.loads(_pinned(after))
+    return ", ".join(k for k in PINNED if was.get(k) != now.get(k))
+
+
+def changed_tools(served: Served) -> dict[str, str]:
+    """The tools whose pinned definition the server's switch changed: name -> what changed
+    (a tool that disappears or appears is no change of a definition)."""
+    bad = served.mock.spec.misbehaviour
+    if not bad.change_tools_after_call:
+        return {}
+    after = {t.name: t for t in bad.changed_tools}
+    return {
+        t.name: _what_changed(t, after[t.name])
+        for t in served.mock.spec.tools
+        if t.name in after and _pinned(t) != _pinned(after[t.name])
+    }
+
+
+def _switched_at(served: Served) -> float | None:
+    return next(
+        (
+            e.time
+            for e in served.entries
+            if e.kind == "event" and e.extra.get("event") == "tools-changed"
+        ),
+        None,
+    )
+
+
+def _answers(observed: Observed) -> list[tuple[float, PendingTool, bool]]:
+    seen: dict[int, list[Any]] = {}
+    for host in observed.hosts:
+        answers = getattr(host, "tool_answers", None)
+        if answers is not None:
+            seen.setdefault(id(answers), answers)
+    return [a for found in seen.values() for a in found]
+
+
+def _named_as_served(answers: Sequence[tuple[float, PendingTool, bool]], served: Served) -> bool:
+    """Whether every tool a review showed of this server is named as the server names it: a
+    host may show a name with control characters neutralized (HARD-1), and an approval the
+    monitor cannot tie to its tool is no ground for a finding."""
+    names = {t.name for t in served.tools()}
+    return all(p.tool in names for _at, p, _ok in answers if p.server in served.names)
+
+
+def _approved(
+    answers: Sequence[tuple[float, PendingTool, bool]],
+    served: Served,
+    tool: str,
+    after: float,
+    before: float,
+) -> bool:
+    return any(
+        ok and pending.tool == tool and pending.server in served.names and after < at < before
+        for at, pending, ok in answers
+    )
+
+
+@monitor(
+    "changed-tool-called",
+    "PIN-1",
+    "a tool whose definition changed during the session (a server's tools switching after a "
+    "call) reaching its server in a question asked after the host listed the change, with no "
+    "approval of that tool since",
+    only=("pinning",),
+)
+def _changed_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
+    asked = [moment.began for moment in observed.of("ask")]
+    answers = _answers(observed)
+    for served in observed.served:
+        changed = changed_tools(served) if _named_as_served(answers, served) else {}
+        switched = _switched_at(served) if changed else None
+        if switched is None:
+            continue
+        listed = next((e.time for e in served.requests("tools/list") if e.time > switched), None)
+        if listed is None:
+            continue
+        for call in served.requests("tools/call"):
+            name = served.tool_of(call)
+            if name not in changed or call.time <= listed:
+                continue
+            if not any(listed < began < call.time for began in asked):
+                continue  # the call may have been on its way before the listing was read
+            if _approved(answers, served, name, listed, call.time):
+                continue
+            yield m.finding(
+                "PIN-1",
+                f"{served.label}'s tool {name!r}, whose {changed[name]} changed after the "
+                "person approved it, not callable until a person approves it again",
+                f"tools/call {name!r} reached {served.label} in a later question, after the "
+                "host listed the changed definition, with no approval of it since",
+            )
+            break
+
+
+@monitor(
+    "unapproved-tool-called",
+    "PIN-2",
+    "a tool reaching its server before a person approved it in a tool review (every tool "
+    "starts disabled, a tool that appears later too)",
+    only=("pinning",),
+)
+def _unapproved_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
+    answers = _answers(observed)
+    for served in observed.served:
+        if not _named_as_served(answers, served):
+            continue
+        for call in served.requests("tools/call"):
+            name = served.tool_of(call)
+            if name is None or _approved(answers, served, name, float("-inf"), call.time):
+                continue
+            yield m.finding(
+                "PIN-2",
+                f"{served.label}'s tool {name!r} disabled until a person approves it",
+                f"tools/call {name!r} reached {served.label} with no approval of it in any "
+                "tool review before",
+            )
+            break
