@@ -5,14 +5,16 @@ Strategy: judged where the change is certain and the host could not have missed 
 server whose tools change after its first answered call (its spec's misbehaviour, the
 explorer's `tools-change` values) journals the moment it switched; its definitions before
 and after are its spec's, compared as the profile's catalog says (docs/profiles.md: the
-definition as listed, canonical JSON, so members in another order are no change). Once the
-host has listed that server's tools again after the switch, a call of a changed tool that
-reaches the server in a later turn (a question asked after that listing: the host had the
-new definitions in hand, whatever its threads were doing) needs an approval of that tool
-in a review between the listing and the call. A host that never lists again knows nothing
-of the change and is not judged here; nor is a server a case switched itself. An approval
-is an answer of yes to the tool, by its configured server's name and its own name, in any
-review before the call (`Host.tool_answers`).
+definition as listed, canonical JSON, so members in another order are no change). Each
+tools/list it received is read as answered with the first or the changed definitions (a
+stdio server's switch lives in its process: the next process lists the first ones again).
+A call of a changed tool is judged when the host's last listing before it held the changed
+definition and a question began between the two (the host had it in hand, whatever its
+threads were doing): the person's last approval of that tool must then have come after a
+listing of the changed definition. A host that never lists again knows nothing of the
+change and is not judged here; nor is a server a case switched itself. An approval is an
+answer of yes to the tool, by its configured server's name and its own name, in any review
+before the call (`Host.tool_answers`).
 """
 
 from __future__ import annotations
@@ -57,15 +59,32 @@ def changed_tools(served: Served) -> dict[str, str]:
     }
 
 
-def _switched_at(served: Served) -> float | None:
-    return next(
-        (
-            e.time
-            for e in served.entries
-            if e.kind == "event" and e.extra.get("event") == "tools-changed"
-        ),
-        None,
-    )
+# a tools/list received: when, and whether it was answered with the changed definitions
+Listing = tuple[float, bool]
+
+
+def _listings(served: Served) -> list[Listing]:
+    """Each tools/list the server received: when, and whether it answered with the changed
+    definitions. A stdio server's switch lives in its process: a new process (the host
+    started again) lists the first definitions until its own first call."""
+    found: list[Listing] = []
+    changed = False
+    for entry in served.entries:
+        if entry.kind == "process":
+            changed = False
+        elif entry.kind == "event" and entry.extra.get("event") == "tools-changed":
+            changed = True
+        elif (
+            entry.kind == "rpc"
+            and entry.method == "tools/list"
+            and entry.extra.get("message_kind") == "request"
+        ):
+            found.append((entry.time, changed))
+    return found
+
+
+def _last_before(listings: Sequence[Listing], moment: float) -> Listing | None:
+    return next((listed for listed in reversed(listings) if listed[0] < moment), None)
 
 
 def _answers(observed: Observed) -> list[tuple[float, PendingTool, bool]]:
@@ -85,17 +104,15 @@ def _named_as_served(answers: Sequence[tuple[float, PendingTool, bool]], served:
     return all(p.tool in names for _at, p, _ok in answers if p.server in served.names)
 
 
-def _approved(
-    answers: Sequence[tuple[float, PendingTool, bool]],
-    served: Served,
-    tool: str,
-    after: float,
-    before: float,
-) -> bool:
-    return any(
-        ok and pending.tool == tool and pending.server in served.names and after < at < before
+def _approvals(
+    answers: Sequence[tuple[float, PendingTool, bool]], served: Served, tool: str, before: float
+) -> list[float]:
+    """When a person approved this server's `tool` in a review, before `before`."""
+    return [
+        at
         for at, pending, ok in answers
-    )
+        if ok and pending.tool == tool and pending.server in served.names and at < before
+    ]
 
 
 @monitor(
@@ -111,26 +128,27 @@ def _changed_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
     answers = _answers(observed)
     for served in observed.served:
         changed = changed_tools(served) if _named_as_served(answers, served) else {}
-        switched = _switched_at(served) if changed else None
-        if switched is None:
-            continue
-        listed = next((e.time for e in served.requests("tools/list") if e.time > switched), None)
-        if listed is None:
-            continue
-        for call in served.requests("tools/call"):
+        listings = _listings(served) if changed else []
+        for call in served.requests("tools/call") if listings else ():
             name = served.tool_of(call)
-            if name not in changed or call.time <= listed:
-                continue
-            if not any(listed < began < call.time for began in asked):
+            known = _last_before(listings, call.time)
+            if name not in changed or known is None or not known[1]:
+                continue  # the host last listed the definitions the person approved at first
+            if not any(known[0] < began < call.time for began in asked):
                 continue  # the call may have been on its way before the listing was read
-            if _approved(answers, served, name, listed, call.time):
-                continue
+            approved = _approvals(answers, served, name, call.time)
+            if not approved:
+                continue  # never approved at all: PIN-2's monitor
+            pinned = _last_before(listings, approved[-1])
+            if pinned is None or pinned[1]:
+                continue  # the last approval was of the changed definition
             yield m.finding(
                 "PIN-1",
                 f"{served.label}'s tool {name!r}, whose {changed[name]} changed after the "
                 "person approved it, not callable until a person approves it again",
                 f"tools/call {name!r} reached {served.label} in a later question, after the "
-                "host listed the changed definition, with no approval of it since",
+                "host listed the changed definition; the last approval of it was of the "
+                "definition before",
             )
             break
 
@@ -149,7 +167,7 @@ def _unapproved_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]
             continue
         for call in served.requests("tools/call"):
             name = served.tool_of(call)
-            if name is None or _approved(answers, served, name, float("-inf"), call.time):
+            if name is None or _approvals(answers, served, name, call.time):
                 continue
             yield m.finding(
                 "PIN-2",

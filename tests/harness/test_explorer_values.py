@@ -43,14 +43,22 @@ def _held_at_connect(*servers: ServerPlan) -> Scenario:
     )
 
 
-def _changes_then_restarts(change: str, review: str = "approve-every-time") -> Scenario:
+def _changes_then_restarts(
+    change: str, review: str = "approve-every-time", transport: str = "http"
+) -> Scenario:
     """A server whose tools change after the first call; the host started again (a pinning
-    host lists the change at its next start) and its tools called once more."""
+    host lists the change at its next start) and its tools called once more. Over stdio,
+    the next start is a new process, which lists the first definitions again."""
     both = StepPlan("ask", calls=(CallPlan("docs", "query"), CallPlan("docs", "later")))
     both = replace(both, answers=("y", "y"))
     return Scenario(
         servers=(
-            ServerPlan("docs", tools=(ToolPlan("query"), ToolPlan("later")), tools_change=change),
+            ServerPlan(
+                "docs",
+                transport=transport,
+                tools=(ToolPlan("query"), ToolPlan("later")),
+                tools_change=change,
+            ),
         ),
         steps=(StepPlan("start"), both, StepPlan("restart-fresh"), both),
         tool_review=review,
@@ -245,7 +253,7 @@ PINNING = [
         "a-tool-appears",
     )
     for review in ("approve-every-time", "approve-at-the-first-start-only")
-]
+] + [_changes_then_restarts("its-annotations-after-the-first-call", transport="stdio")]
 
 
 @pytest.mark.parametrize("client", ["reference", "reference-profiles"])
