@@ -258,10 +258,18 @@ def _misbehaviour(
     elif plan.tools_change == "a-tool-disappears":
         bad.change_tools_after_call = True
         bad.changed_tools = tools[1:]
-    elif plan.tools_change == "a-tool-appears" and len(plan.tools) > 1:
-        bad.change_tools_after_call = True  # its last planned tool: see `spec_of`
+    elif _appearing(plan) is not None:
+        bad.change_tools_after_call = True  # served without it at first: see `spec_of`
         bad.changed_tools = list(tools)
     return bad
+
+
+def _appearing(plan: ServerPlan) -> int | None:
+    """For `a-tool-appears`, the index of the tool listed only after the first call: the last
+    planned one (a server of one tool has none to add)."""
+    if plan.tools_change == "a-tool-appears" and len(plan.tools) > 1:
+        return len(plan.tools) - 1
+    return None
 
 
 def _described_anew(tool: Tool) -> Tool:
@@ -314,9 +322,9 @@ def spec_of(
     ]
     bad = _misbehaviour(plan, scale, tools, sink)
     bad.barrier = barrier
-    if plan.tools_change == "a-tool-appears" and len(plan.tools) > 1:
-        # listed only after the first call (a server of one tool has none to add)
-        tools = [t for n, t in enumerate(tools) if n != len(plan.tools) - 1]
+    appearing = _appearing(plan)
+    if appearing is not None:
+        tools = [t for n, t in enumerate(tools) if n != appearing]
     headers: dict[str, str] = {}
     env: dict[str, str] = {}
     if secret is not None and plan.credential == "header":

@@ -23,7 +23,12 @@ from mcp_host_conformance.harness.cases.canaries import CANARY_PREFIX, Canary, S
 from mcp_host_conformance.harness.cases.hostrun import Host
 from mcp_host_conformance.harness.cases.observe import is_model_request, request_body
 from mcp_host_conformance.harness.cases.timeline import Moment
-from mcp_host_conformance.harness.contract.adapter import HttpServer, ServerConfig, StdioServer
+from mcp_host_conformance.harness.contract.adapter import (
+    HttpServer,
+    PendingTool,
+    ServerConfig,
+    StdioServer,
+)
 from mcp_host_conformance.mocks.journal import Entry
 from mcp_host_conformance.mocks.responses.script import offered_functions
 from mcp_host_conformance.mocks.spec import MARKER_LENGTH, MARKER_PREFIX, Tool, tool_marker
@@ -194,12 +199,19 @@ class Observed:
 
     # ---- the harness's steps ----------------------------------------------------------------
 
+    def _shared(self, attribute: str) -> list[Any]:
+        """A list every host of the case keeps (a restarted host shares its original's), each
+        list once, in order."""
+        lists: dict[int, list[Any]] = {}
+        for host in self.hosts:
+            found = getattr(host, attribute, None)
+            if found is not None:
+                lists.setdefault(id(found), found)
+        return [item for found in lists.values() for item in found]
+
     @cached_property
     def moments(self) -> list[Moment]:
-        seen: dict[int, list[Moment]] = {}
-        for host in self.hosts:
-            seen.setdefault(id(host.moments), host.moments)
-        return sorted((m for timeline in seen.values() for m in timeline), key=lambda m: m.began)
+        return sorted(self._shared("moments"), key=lambda m: m.began)
 
     def of(self, *kinds: str) -> list[Moment]:
         return [m for m in self.moments if m.kind in kinds]
@@ -220,10 +232,12 @@ class Observed:
     @cached_property
     def seen(self) -> list[str]:
         """Every text the user saw (the hosts' records), in order."""
-        texts: dict[int, list[str]] = {}
-        for host in self.hosts:
-            texts.setdefault(id(host.seen), host.seen)
-        return [t for found in texts.values() for t in found]
+        return self._shared("seen")
+
+    @cached_property
+    def tool_answers(self) -> list[tuple[float, PendingTool, bool]]:
+        """Each tool a review showed: when the person answered, the tool, and yes or no."""
+        return self._shared("tool_answers")
 
     @cached_property
     def config_paths(self) -> set[Path]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from mcp_host_conformance.harness.contract.adapter import PendingTool
 from mcp_host_conformance.harness.monitors.observed import Observed, Served
@@ -35,28 +34,27 @@ __all__: list[str] = []
 PINNED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 
 
-def _pinned(tool: Tool) -> str:
-    listed = tool.definition()
-    return json.dumps({k: listed.get(k) for k in PINNED}, sort_keys=True, ensure_ascii=False)
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _what_changed(before: Tool, after: Tool) -> str:
-    was, now = json.loads(_pinned(before)), json.loads(_pinned(after))
-    return ", ".join(k for k in PINNED if was.get(k) != now.get(k))
+    """The pinned members whose canonical JSON differs ("" when none does)."""
+    was, now = before.definition(), after.definition()
+    return ", ".join(k for k in PINNED if _canonical(was.get(k)) != _canonical(now.get(k)))
 
 
-def changed_tools(served: Served) -> dict[str, str]:
+def _changed_tools(served: Served) -> dict[str, str]:
     """The tools whose pinned definition the server's switch changed: name -> what changed
     (a tool that disappears or appears is no change of a definition)."""
     bad = served.mock.spec.misbehaviour
     if not bad.change_tools_after_call:
         return {}
     after = {t.name: t for t in bad.changed_tools}
-    return {
-        t.name: _what_changed(t, after[t.name])
-        for t in served.mock.spec.tools
-        if t.name in after and _pinned(t) != _pinned(after[t.name])
+    changes = {
+        t.name: _what_changed(t, after[t.name]) for t in served.mock.spec.tools if t.name in after
     }
+    return {name: what for name, what in changes.items() if what}
 
 
 # a tools/list received: when, and whether it was answered with the changed definitions
@@ -85,15 +83,6 @@ def _listings(served: Served) -> list[Listing]:
 
 def _last_before(listings: Sequence[Listing], moment: float) -> Listing | None:
     return next((listed for listed in reversed(listings) if listed[0] < moment), None)
-
-
-def _answers(observed: Observed) -> list[tuple[float, PendingTool, bool]]:
-    seen: dict[int, list[Any]] = {}
-    for host in observed.hosts:
-        answers = getattr(host, "tool_answers", None)
-        if answers is not None:
-            seen.setdefault(id(answers), answers)
-    return [a for found in seen.values() for a in found]
 
 
 def _named_as_served(answers: Sequence[tuple[float, PendingTool, bool]], served: Served) -> bool:
@@ -125,9 +114,9 @@ def _approvals(
 )
 def _changed_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
     asked = [moment.began for moment in observed.of("ask")]
-    answers = _answers(observed)
+    answers = observed.tool_answers
     for served in observed.served:
-        changed = changed_tools(served) if _named_as_served(answers, served) else {}
+        changed = _changed_tools(served) if _named_as_served(answers, served) else {}
         listings = _listings(served) if changed else []
         for call in served.requests("tools/call") if listings else ():
             name = served.tool_of(call)
@@ -161,7 +150,7 @@ def _changed_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
     only=("pinning",),
 )
 def _unapproved_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]:
-    answers = _answers(observed)
+    answers = observed.tool_answers
     for served in observed.served:
         if not _named_as_served(answers, served):
             continue
