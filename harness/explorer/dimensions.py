@@ -91,6 +91,13 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "over how many tools/list pages",
         ("one", "several", "16", "17"),
     ),
+    Dimension(
+        "definitions",
+        "how large a server's tool definitions are in all (names, descriptions, schemas, as "
+        "DISC-9 measures them): as its tools make them, or its plain tools' descriptions grown "
+        "to 63 KiB or 65 KiB in all, a KiB either side of the 64 KiB limit",
+        ("as-planned", "63-kib", "65-kib"),
+    ),
     Dimension("description", "a tool's description", ("short", "8-kib", "empty", "non-ascii")),
     Dimension(
         "schema",
@@ -119,12 +126,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "whether a server's tools change during the session: after its first answered call "
         "every tool's description (`after-the-first-call`), input schema (one more argument) "
         "or `readOnlyHint` changes, its first tool disappears, or its last planned tool "
-        "appears (a server of one tool has none to add)",
+        "appears (a server of one tool has none to add); or every input schema is listed with "
+        "its members in another order, which is no change (the same canonical JSON)",
         (
             "never",
             "after-the-first-call",
             "its-schema-after-the-first-call",
             "its-annotations-after-the-first-call",
+            "its-schema-reordered-after-the-first-call",
             "a-tool-disappears",
             "a-tool-appears",
         ),
@@ -156,7 +165,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
     ),
     Dimension(
         "failure",
-        "what goes wrong at a server",
+        "what goes wrong at a server, or strains it (`under-1-mib-...`: an answer of 1,040,000 "
+        "bytes, more than a megabyte and less than NET-4's 1 MiB, which must come through)",
         (
             "none",
             "http-500-at-call",
@@ -167,6 +177,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "garbage-at-call",
             "over-1-mib-at-call",
             "over-1-mib-at-list",
+            "under-1-mib-at-call",
+            "under-1-mib-at-list",
             "polled-call",
             "refused-resume",
             "stdio-exits-at-call",

@@ -63,6 +63,9 @@ HTTP_ONLY = {
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
 SERVER_NAMES = ("docs", "notes", "files", "tickets")
+# the plain tools a server whose definitions are grown to a size has at least: the 65 KiB
+# spread over them, about 8 KiB each, as a server of many medium tools has it
+DEFINITION_TOOLS = 8
 
 
 class Generator:
@@ -156,6 +159,11 @@ class Generator:
             tools = tools[:1]
         elif count_kind == "several" and len(tools) == 1:
             filler = self.rng.randint(1, 4)
+        # grown to a total size, the definitions are the plain tools' descriptions: a server
+        # of one tool has none, one of several gets the few it takes
+        definitions = self.pick("definitions", None if count_kind != "1" else ("as-planned",))
+        if definitions != "as-planned":
+            filler = max(filler, DEFINITION_TOOLS)
         total = len(tools) + filler
         page_size, filler = self._pages(total, filler)
         return ServerPlan(
@@ -172,6 +180,7 @@ class Generator:
             tools=tuple(tools),
             filler=filler,
             page_size=page_size,
+            definitions=definitions,
             timing=self.pick("timing"),
             failure=failure,
             tools_change=self.pick("tools-change"),

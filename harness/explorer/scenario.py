@@ -71,6 +71,7 @@ class ServerPlan:
     tools: tuple[ToolPlan, ...] = (ToolPlan("query"),)
     filler: int = 0  # plain tools added after `tools` (t001, t002, ...)
     page_size: int | None = None  # tools/list page size; None: one page
+    definitions: str = "as-planned"  # or the filler's descriptions grown to a total size
     timing: str = "at-once"
     failure: str = "none"
     tools_change: str = "never"
@@ -144,6 +145,7 @@ class Scenario:
             yield "tool-count", {1: "1", 128: "128", 129: "129"}.get(count, "several")
             pages = server.pages
             yield "pages", {1: "one", 16: "16", 17: "17"}.get(pages, "several")
+            yield "definitions", server.definitions
             yield "tools-change", server.tools_change
             yield "timing", server.timing
             yield "failure", server.failure
@@ -198,6 +200,7 @@ class Scenario:
             extra = [
                 f"{s.filler} more tools" if s.filler else "",
                 f"pages of {s.page_size}" if s.page_size else "",
+                f"definitions {s.definitions} in all" if s.definitions != "as-planned" else "",
                 f"credential {s.credential} ({s.secret_shape})" if s.credential != "none" else "",
                 "arguments a shell would change" if s.arguments != "none" else "",
                 f"ends: {s.ending}"
@@ -364,6 +367,7 @@ def _server(data: Any, where: str) -> ServerPlan:
         tools=tools,
         filler=_count(data.get("filler", 0), f"{where}.filler", MAX_FILLER),
         page_size=None if page is None else max(1, _count(page, f"{where}.page_size", 200)),
+        definitions=_value(data, "definitions", "definitions", "as-planned", where),
         timing=_value(data, "timing", "timing", "at-once", where),
         failure=_value(data, "failure", "failure", "none", where),
         tools_change=_value(data, "tools_change", "tools-change", "never", where),

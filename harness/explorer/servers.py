@@ -29,6 +29,11 @@ SHELL_CHARACTERS = ("a;b", "$HOME", "two words", "$(echo x)", "*", "x|y", "")
 # how long a "slow" call takes, times the run's timeout scale: well under the call timeout
 # the host is given (1 s, scaled), so a slow answer is never a silent one
 SLOW_CALL = 0.2
+# an answer under NET-4's limit (1 MiB, 1,048,576 bytes) by 8.5 KiB, over a megabyte by 40 KB:
+# a host that reads the limit as 1,000,000 bytes refuses it
+UNDER_MIB = 1_040_000
+# the total size of a server's definitions (DISC-9's measure) each `definitions` value makes
+DEFINITIONS = {"63-kib": 63 * KIB, "65-kib": 65 * KIB}
 EXIT_SAYS = 1 * KIB  # what a stdio server that exits at once writes to stderr before it exits
 PIXEL = base64.b64encode(
     bytes.fromhex(
@@ -196,6 +201,31 @@ def tool_of(
     )
 
 
+def _definitions_size(tools: list[Tool]) -> int:
+    """DISC-9's measure of `tools` as a mock serves them, each with its marker (a mock marks
+    every tool it serves; the markers count as the rest of the text does)."""
+    marked = [dataclasses.replace(t, marker="mcphc-tool-" + "0" * 16) for t in tools]
+    return sum(
+        len(json.dumps(t.definition(), separators=(",", ":"), ensure_ascii=False).encode())
+        for t in marked
+    )
+
+
+def _grown(planned: list[Tool], filler: list[Tool], size: int | None) -> list[Tool]:
+    """`filler` with its descriptions grown (ASCII, evenly) so that all the definitions
+    total `size` bytes; as they are when the planned tools alone reach it, or no size."""
+    if size is None or not filler:
+        return filler
+    missing = size - _definitions_size(planned + filler)
+    if missing <= 0:
+        return filler
+    each, rest = divmod(missing, len(filler))
+    return [
+        dataclasses.replace(t, description=_sized(t.description, len(t.description) + each + add))
+        for t, add in zip(filler, [rest] + [0] * (len(filler) - 1), strict=True)
+    ]
+
+
 # Each failure of the catalogue as the mock's misbehaviour fields it sets (the two that need
 # more than fields, a stall and a redirect to the run's sink, are in `_misbehaviour`)
 _FAILURES: dict[str, dict[str, object]] = {
@@ -208,6 +238,8 @@ _FAILURES: dict[str, dict[str, object]] = {
     "garbage-at-call": {"garbage_at": "tools/call"},
     "over-1-mib-at-call": {"oversize_at": "tools/call"},
     "over-1-mib-at-list": {"oversize_at": "tools/list"},
+    "under-1-mib-at-call": {"oversize_at": "tools/call", "oversize_bytes": UNDER_MIB},
+    "under-1-mib-at-list": {"oversize_at": "tools/list", "oversize_bytes": UNDER_MIB},
     "polled-call": {"poll_call": "deliver"},
     "refused-resume": {"poll_call": "refuse-resume"},
     "stdio-exits-at-call": {"exit_at": "tools/call"},
@@ -293,11 +325,28 @@ def _hint_turned(tool: Tool) -> Tool:
     return dataclasses.replace(tool, annotations=hints)
 
 
+def _reversed(value: Any) -> Any:
+    """`value` with every object's members in reverse order: other JSON text, the same
+    canonical JSON."""
+    if isinstance(value, dict):
+        return {k: _reversed(v) for k, v in reversed(list(value.items()))}
+    if isinstance(value, list):
+        return [_reversed(v) for v in value]
+    return value
+
+
+def _schema_reordered(tool: Tool) -> Tool:
+    """The same schema, its members listed in another order (as a server that rebuilds its
+    schemas from a map lists them): no change of the definition."""
+    return dataclasses.replace(tool, input_schema=_reversed(tool.input_schema))
+
+
 # how each `tools-change` value changes every tool of its server after the first call
 _CHANGES: dict[str, Callable[[Tool], Tool]] = {
     "after-the-first-call": _described_anew,
     "its-schema-after-the-first-call": _schema_widened,
     "its-annotations-after-the-first-call": _hint_turned,
+    "its-schema-reordered-after-the-first-call": _schema_reordered,
 }
 
 
@@ -316,10 +365,11 @@ def spec_of(
     under; `barrier`: the address of the barrier its answer to initialize waits at."""
     progress = plan.timing == "slow-with-progress"
     tools = [tool_of(t, secret, progress, links) for t in plan.tools]
-    tools += [
+    filler = [
         Tool(f"t{n:03d}", "A tool among many.", reply=Reply.text("ok"))
         for n in range(1, plan.filler + 1)
     ]
+    tools += _grown(tools, filler, DEFINITIONS.get(plan.definitions))
     bad = _misbehaviour(plan, scale, tools, sink)
     bad.barrier = barrier
     appearing = _appearing(plan)

@@ -39,6 +39,7 @@ PLAIN_SERVER: dict[str, Any] = {
     "address": "127.0.0.1",
     "filler": 0,
     "page_size": None,
+    "definitions": "as-planned",
 }
 PLAIN_TOOL: dict[str, Any] = {
     "description": "short",

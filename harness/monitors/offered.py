@@ -36,6 +36,7 @@ MARGIN = KIB
 MAX_PAGES = 16
 MAX_TOOLS = 128
 MESSAGE_LIMIT = MIB
+MEGABYTE = 1_000_000  # what a host that reads "MB" for "MiB" takes for NET-4's limit
 
 
 def _mcp_offers(
@@ -230,7 +231,9 @@ def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
     if total > DEFINITIONS_LIMIT + low:
         broken.append(("DISC-9", f"its definitions total {total} B"))
     bad = spec.misbehaviour
-    if bad.oversize_at in ("initialize", "tools/list") and bad.oversize_bytes > MESSAGE_LIMIT:
+    if bad.oversize_at in ("initialize", "tools/list") and bad.oversize_bytes > MESSAGE_LIMIT + (
+        -MARGIN if near else 0
+    ):
         broken.append(("NET-4", f"its {bad.oversize_at} answer is {bad.oversize_bytes} B"))
     return broken
 
@@ -316,7 +319,6 @@ def _failing_at_discovery(served: Served) -> bool:
         or {"initialize", "tools/list"} & set(bad.stall)
         or bad.fail_at in ("initialize", "tools/list")
         or bad.exit_at in ("initialize", "tools/list")
-        or bad.oversize_at in ("initialize", "tools/list")
         or _broken_limits(served)
     )
 
@@ -369,13 +371,10 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
         return
     rule = "STDIO-6" if all(s.stdio for s in failed) else "DISC-4"
     for run, requests in _sessions(observed).items():
-        start = next((m for m in observed.of("start") if m.run == run), None)
+        listed = _listed_at(observed, run)
         for served in healthy:
-            listed = start is not None and any(
-                start.began <= e.time <= start.ended for e in served.requests("tools/list")
-            )
-            if not listed:
-                continue
+            if served not in listed or _specific(served, listed) is not None:
+                continue  # not listed, or kept out by a limit misapplied: listed-servers-offered
             missing = _not_offering(observed, served, requests)
             if missing:
                 yield self.finding(
@@ -383,6 +382,95 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
                     f"{served.label} keeps working beside the failed "
                     f"{', '.join(s.label for s in failed[:3])}",
                     f"none of its tools offered in model request {missing[0].index + 1}",
+                )
+                return
+
+
+def _specific(served: Served, listed: list[Served]) -> tuple[str, str] | None:
+    """(rule, why) when a host that kept `served` (within every discovery limit) from the
+    model broke a limit's own rule: by applying the limit to what the servers it registered
+    (`listed`, none failing at discovery) list together, or by reading 1 MiB as a million
+    bytes."""
+    bad = served.mock.spec.misbehaviour
+    if bad.oversize_at in ("initialize", "tools/list") and bad.oversize_bytes > MEGABYTE:
+        return "NET-4", f"its {bad.oversize_at} answer is {bad.oversize_bytes} B, under 1 MiB"
+    if len(listed) < 2:
+        return None
+    tools = sum(len(s.mock.spec.tools) for s in listed)
+    if tools > MAX_TOOLS:
+        return "DISC-7", f"the servers list {tools} tools together, each at most {MAX_TOOLS}"
+    pages = sum(
+        -(-len(s.mock.spec.tools) // s.mock.spec.page_size) if s.mock.spec.page_size else 1
+        for s in listed
+    )
+    if pages > MAX_PAGES:
+        return "DISC-6", f"the servers' tools/list take {pages} pages together"
+    total = sum(_sizes(s)[1] for s in listed)
+    if total > DEFINITIONS_LIMIT + MARGIN // 2:
+        return "DISC-9", f"the servers' definitions total {total} B together, each under 64 KiB"
+    return None
+
+
+def _listed_at(observed: Observed, run: int) -> list[Served]:
+    """The configured servers listed at session `run`'s start that did not fail there."""
+    start = next((m for m in observed.of("start") if m.run == run), None)
+    if start is None:
+        return []
+    return [
+        s
+        for s in observed.served
+        if s.names
+        and not _failing_at_discovery(s)
+        and any(start.began <= e.time <= start.ended for e in s.requests("tools/list"))
+    ]
+
+
+def _offerable(served: Served) -> bool:
+    """Within every limit by the margin, answering discovery at once, at no barrier, and
+    never leaving a call unanswered (a host may give up on such a server's session: DISC-5's
+    monitor judges what it then offers); a slow call is no reason to hide a server."""
+    bad = served.mock.spec.misbehaviour
+    return (
+        not _failing_at_discovery(served)
+        and not _broken_limits(served, near=True)
+        and not (bad.delays.get("initialize") or bad.delays.get("tools/list"))
+        and not {"initialize", "tools/list", "tools/call"} & set(bad.stall)
+        and bad.drop_call != "stall"
+        and not bad.poll_tools  # a listing on a stream to resume: its own cases judge it
+        and not bad.barrier
+        and bool(served.tools())
+    )
+
+
+@monitor(
+    "listed-servers-offered",
+    "EXP-1 DISC-6 DISC-7 DISC-9 NET-4",
+    "every server within every discovery limit that was listed at a start has its tools "
+    "offered in each model request of that session: the limit's rule when the servers break "
+    "it only together, or the server's discovery answer is over a megabyte and under 1 MiB; "
+    "otherwise EXP-1, in a case where no configured server failed at discovery",
+    unless=("pinning", "instruction-flagging"),
+)
+def listed_servers_offered(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    # Beside a server that failed, a server kept out for no reason of its own is
+    # healthy-beside-failed's (DISC-4, STDIO-6).
+    failed = any(_failing_at_discovery(s) for s in observed.served if s.names)
+    for run, requests in _sessions(observed).items():
+        listed = _listed_at(observed, run)
+        for served in listed:
+            if not _offerable(served):
+                continue
+            specific = _specific(served, listed)
+            if specific is None and failed:
+                continue
+            missing = _not_offering(observed, served, requests)
+            if missing:
+                rule, why = specific or ("EXP-1", "nothing kept it out")
+                yield self.finding(
+                    rule,
+                    f"{served.label}, within every discovery limit and listed at the start, "
+                    "has its tools offered",
+                    f"none of its tools offered in model request {missing[0].index + 1} ({why})",
                 )
                 return
 

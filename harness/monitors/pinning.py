@@ -1,5 +1,6 @@
-"""Monitors of the `pinning` profile: no tool is called before a person approves it, and a
-tool whose definition changed is not called until a person approves it again.
+"""Monitors of the `pinning` profile: no tool is called before a person approves it, a tool
+whose definition changed is not called until a person approves it again, and a tool whose
+definition did not change is not put to the person again.
 
 Strategy: judged where the change is certain and the host could not have missed it. A
 server whose tools change after its first answered call (its spec's misbehaviour, the
@@ -14,7 +15,8 @@ threads were doing): the person's last approval of that tool must then have come
 listing of the changed definition. A host that never lists again knows nothing of the
 change and is not judged here; nor is a server a case switched itself. An approval is an
 answer of yes to the tool, by its configured server's name and its own name, in any review
-before the call (`Host.tool_answers`).
+before the call (`Host.tool_answers`). The same listings tell which definition a later
+review's pending tool had: the same canonical JSON as when it was approved is no change.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
+from mcp_host_conformance.harness.cases.timeline import Moment
 from mcp_host_conformance.harness.contract.adapter import PendingTool
 from mcp_host_conformance.harness.monitors.observed import Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -165,3 +168,61 @@ def _unapproved_tool_called(m: Monitor, observed: Observed) -> Iterator[Finding]
                 "tool review before",
             )
             break
+
+
+def _definition_listed(served: Served, tool: str, listed: Listing) -> str | None:
+    """The canonical JSON of `tool`'s definition as `listed` answered it (None: not listed)."""
+    bad = served.mock.spec.misbehaviour
+    tools = bad.changed_tools if listed[1] else served.mock.spec.tools
+    found = next((t for t in tools if t.name == tool), None)
+    return None if found is None else _canonical(found.definition())
+
+
+@monitor(
+    "unchanged-tool-asked-again",
+    "PIN-1",
+    "a tool a person approved shown for approval again in a later review while the host "
+    "listed the same definition (canonical JSON: members in another order are no change), "
+    "with the server neither removed nor added between",
+    only=("pinning",),
+)
+def _unchanged_tool_asked_again(m: Monitor, observed: Observed) -> Iterator[Finding]:
+    # each host's own answers (a restarted host keeps its original's): another host of the
+    # case may keep its approvals apart
+    lists = {id(h.tool_answers): h.tool_answers for h in observed.hosts if h.tool_answers}
+    configured = observed.of("add", "remove")
+    for answers in lists.values():
+        for served in observed.served:
+            if _named_as_served(answers, served):
+                yield from _asked_again(m, answers, served, configured)
+
+
+def _asked_again(
+    m: Monitor,
+    answers: Sequence[tuple[float, PendingTool, bool]],
+    served: Served,
+    configured: Sequence[Moment],
+) -> Iterator[Finding]:
+    listings = _listings(served)
+    for at, pending, _ok in answers:
+        if pending.server not in served.names:
+            continue
+        approved = _approvals(answers, served, pending.tool, at)
+        if not approved or any(
+            approved[-1] < c.began < at and c.text in served.names for c in configured
+        ):
+            continue  # never approved, or its server removed or added again since
+        then, now = _last_before(listings, approved[-1]), _last_before(listings, at)
+        if then is None or now is None or then[0] == now[0]:
+            continue  # asked again about what one listing showed: not judged here
+        definition = _definition_listed(served, pending.tool, now)
+        if definition is None or definition != _definition_listed(served, pending.tool, then):
+            continue
+        yield m.finding(
+            "PIN-1",
+            f"{served.label}'s tool {pending.tool!r}, approved and unchanged since, keeps "
+            "working without a new approval",
+            f"a later review showed it pending ({pending.change}) although the host listed "
+            "the same definition (its members in the same or another order)",
+        )
+        return

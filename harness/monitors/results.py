@@ -41,16 +41,21 @@ OUTPUT_LIMIT = 64 * KIB
 FRAMING_SLACK = KIB  # room for a status line or a marker around the output (RES-10)
 JUDGED_RESULT = 48 * KIB
 MESSAGE_LIMIT = 1024 * KIB  # larger results are RES-10's, not judged for their text here
+MEGABYTE = 1_000_000  # what a host that reads "MB" for "MiB" takes for NET-4's limit
+# An output given this soon after its call reached the server came before any call timeout
+# ended the call: the harness gives a host a second or more (Timeouts.call, scaled).
+PROMPT_OUTPUT = 0.5
 
 
-def _plainly_answered(served: Served) -> bool:
-    """The server answers tools/call at once, normally: no misbehaviour touches the call."""
+def _plainly_answered(served: Served, any_size: bool = False) -> bool:
+    """The server answers tools/call at once, normally: no misbehaviour touches the call
+    (`any_size`: but the answer's size may)."""
     bad = served.mock.spec.misbehaviour
     return not (
         bad.drop_call
         or "tools/call" in bad.stall
         or bad.delays.get("tools/call")
-        or bad.oversize_at == "tools/call"
+        or (bad.oversize_at == "tools/call" and not any_size)
         or bad.garbage
         or bad.garbage_at == "tools/call"
         or bad.call_http_status
@@ -73,6 +78,17 @@ def _outputs(observed: Observed) -> dict[str, Any]:
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and item.get("type") == "function_call_output":
                 found.setdefault(str(item.get("call_id")), item.get("output"))
+    return found
+
+
+def _output_times(observed: Observed) -> dict[str, float]:
+    """call_id -> when the model service first received its output."""
+    found: dict[str, float] = {}
+    for request in observed.requests:
+        items = request.body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                found.setdefault(str(item.get("call_id")), request.time)
     return found
 
 
@@ -273,6 +289,37 @@ def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]
             f"a call sent to {served.label}/{tool.name} ends unknown ({how})",
             f"the model was told {said}" if said else "the output states no status",
         )
+
+
+@monitor(
+    "under-limit-answered",
+    "RES-8",
+    "a call whose server answered at once with a message over a megabyte and under 1 MiB is "
+    "not told `unknown`: judged only where the output came back within half a second of the "
+    "call reaching the server, before any call timeout could end it",
+)
+def under_limit_answered(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    outputs, times = _outputs(observed), _output_times(observed)
+    for call, served, tool, entry in paired(observed):
+        bad = served.mock.spec.misbehaviour
+        size = bad.oversize_bytes
+        if (
+            bad.oversize_at != "tools/call"
+            or not MEGABYTE < size <= MESSAGE_LIMIT - KIB
+            or not _plainly_answered(served, any_size=True)
+            or tool.reply.jsonrpc_error is not None  # not padded: only a result is
+            or call.call_id not in outputs
+            or times[call.call_id] - entry.time > PROMPT_OUTPUT
+        ):
+            continue
+        if stated_status(outputs[call.call_id]) == "unknown":
+            yield self.finding(
+                "RES-8",
+                f"{served.label}/{tool.name}'s answer of {size} B, under the 1 MiB limit, is "
+                "the call's result",
+                "the model was told unknown",
+            )
+            return
 
 
 def _as_text(value: str) -> str | None:

@@ -208,6 +208,41 @@ VALUES = {
         "trusts-later-tools",
         "PIN-2",
     ),
+    "failure under-1-mib-at-list": (
+        _one_tool("text", failure="under-1-mib-at-list"),
+        "megabyte-limit",
+        "NET-4",
+    ),
+    "failure under-1-mib-at-call over stdio": (
+        _one_tool("text", transport="stdio", failure="under-1-mib-at-call"),
+        "megabyte-limit",
+        "RES-8",
+    ),
+    # within the limit each, over it together: a host that counts it over all its servers
+    "definitions 63-kib, beside another server": (
+        Scenario(
+            servers=(
+                ServerPlan("docs", filler=8, definitions="63-kib"),
+                ServerPlan("notes", tools=(ToolPlan("query", description="8-kib"),)),
+            ),
+            steps=(StepPlan("start"), replace(ASK, calls=(CallPlan("notes", "query"),))),
+        ),
+        "limits-definitions-across-servers",
+        "DISC-9",
+    ),
+    "definitions 65-kib": (
+        replace(
+            _one_tool("text"),
+            servers=(ServerPlan("docs", filler=8, definitions="65-kib"),),
+        ),
+        "no-definitions-limit",
+        "DISC-10",
+    ),
+    "tools-change its-schema-reordered-after-the-first-call": (
+        _changes_then_restarts("its-schema-reordered-after-the-first-call"),
+        "pins-in-listed-order",
+        "PIN-1",
+    ),
     "stdio-ending daemonizes": (
         _one_tool("text", transport="stdio", ending="daemonizes"),
         "signals-only-live-leaders",
@@ -250,6 +285,7 @@ PINNING = [
         "after-the-first-call",
         "its-schema-after-the-first-call",
         "its-annotations-after-the-first-call",
+        "its-schema-reordered-after-the-first-call",
         "a-tool-appears",
     )
     for review in ("approve-every-time", "approve-at-the-first-start-only")
