@@ -521,6 +521,8 @@ def connected_in_parallel(self: Monitor, observed: Observed) -> Iterator[Finding
                 )
                 if not contacted or not _healthy(served, held=True):
                     continue
+                if _specific(served, _listed_at(observed, start.run)) is not None:
+                    continue  # a misapplied limit would keep it out as well: not told apart
                 missing = _not_offering(observed, served, sessions.get(start.run, []))
                 if missing:
                     yield self.finding(

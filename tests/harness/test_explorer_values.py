@@ -382,3 +382,20 @@ def test_an_address_the_machine_lacks_is_served_at_127_0_0_1_and_blames_nobody(
     assert case["outcome"] == "passed"
     errors = case["figures"]["explorer: steps the host could not take"]
     assert "served at 127.0.0.1, not [::1]" in str(errors)
+
+
+def test_a_limit_misapplied_at_a_barrier_is_not_charged_to_connecting(tmp_path: Path) -> None:
+    """Two servers over the definitions limit only together, each answering initialize once
+    both are contacted: a host that counts the limit over all its servers keeps one out, as a
+    host that connects them one by one would. Not told apart, neither is charged (DISC-2's
+    monitor stays silent where a misapplied limit explains it as well)."""
+    scenario = Scenario(
+        servers=(
+            ServerPlan("docs", filler=8, definitions="63-kib"),
+            ServerPlan("notes", tools=(ToolPlan("query", description="8-kib"),)),
+        ),
+        steps=(StepPlan("start"), StepPlan("ask", turn="no-call")),
+        connecting="once-every-server-is-contacted",
+    )
+    status, report = _replay("limits-definitions-across-servers", scenario, tmp_path)
+    assert status == 0 and not _failed(report), _failed(report)
