@@ -242,6 +242,8 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "under-limit-answered": ("megabyte-limit", "RES-8"),
     # a schema listed with its members in another order after a call, the host started again
     "unchanged-tool-asked-again": ("pins-in-listed-order", "PIN-1"),
+    # a server that rejects its token met as it is at a verified-add host's add
+    "failed-sync-not-saved": ("saves-before-first-sync", "SYNC-1"),
 }
 SCENARIO_DIR = Path(__file__).with_name("explorer_proofs")
 

@@ -74,6 +74,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ("approve-every-time", "approve-at-the-first-start-only"),
     ),
     Dimension(
+        "first-sync",
+        "how a server meets a host that connects it when it is added (`verified-add`): "
+        "healthy, misbehaving only once it was saved (so that the scenario has its servers), "
+        "or as it is, so that a server that fails at connect fails the first sync and must "
+        "not be saved (SYNC-1)",
+        ("while-healthy", "as-it-is"),
+    ),
+    Dimension(
         "stdio-ending",
         "how a stdio server ends when its host stops it",
         (

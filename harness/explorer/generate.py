@@ -107,6 +107,7 @@ class Generator:
             configuration=self._configuration(),
             connecting=self.pick("connecting"),
             tool_review=self.pick("tool-review"),
+            first_sync=self.pick("first-sync"),
         )
 
     def _configuration(self) -> str:

@@ -116,6 +116,7 @@ class Scenario:
     configuration: str = "the-servers"  # or none configured, or all removed before the start
     connecting: str = "at-once"  # or each server answers initialize once all are contacted
     tool_review: str = "approve-every-time"  # a pinning host's review after each start
+    first_sync: str = "while-healthy"  # a verified-add host's add: healthy, or as it is
 
     def server(self, name: str | None) -> ServerPlan | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -184,6 +185,7 @@ class Scenario:
         yield "configuration", self.configuration
         yield "connecting", self.connecting
         yield "tool-review", self.tool_review
+        yield "first-sync", self.first_sync
 
     def describe(self) -> list[str]:
         """The scenario as lines a person reads: the servers, then the steps."""
@@ -221,6 +223,8 @@ class Scenario:
             lines.append(f"host configuration: {self.configuration.replace('-', ' ')}")
         if self.connecting != "at-once":
             lines.append("servers answer initialize only once every one is contacted")
+        if self.first_sync != "while-healthy":
+            lines.append("a host that connects at add meets each server as it is")
         if self.tool_review != "approve-every-time":
             lines.append("tool review: yes to every tool at the first start only, no after it")
         if self.umask != "022" or self.locale != "inherited":
@@ -301,6 +305,7 @@ def from_json(data: Any) -> Scenario:
         configuration=_value(data, "configuration", "configuration", "the-servers"),
         connecting=_value(data, "connecting", "connecting", "at-once"),
         tool_review=_value(data, "tool_review", "tool-review", "approve-every-time"),
+        first_sync=_value(data, "first_sync", "first-sync", "while-healthy"),
     )
 
 

@@ -188,6 +188,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield replace(scenario, connecting="at-once")
     if scenario.tool_review != "approve-every-time":
         yield replace(scenario, tool_review="approve-every-time")
+    if scenario.first_sync != "while-healthy":
+        yield replace(scenario, first_sync="while-healthy")
 
 
 def shrink(

@@ -243,6 +243,21 @@ VALUES = {
         "pins-in-listed-order",
         "PIN-1",
     ),
+    # a verified-add host meets the server as it is when it is added: its sync fails
+    "first-sync as-it-is": (
+        replace(
+            Scenario(
+                servers=(
+                    ServerPlan("docs", credential="header", failure="rejects-401"),
+                    ServerPlan("notes"),
+                ),
+                steps=(StepPlan("start"), replace(ASK, calls=(CallPlan("notes", "query"),))),
+            ),
+            first_sync="as-it-is",
+        ),
+        "saves-before-first-sync",
+        "SYNC-1",
+    ),
     "stdio-ending daemonizes": (
         _one_tool("text", transport="stdio", ending="daemonizes"),
         "signals-only-live-leaders",
