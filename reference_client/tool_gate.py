@@ -5,9 +5,10 @@ records those definitions against the approvals file (a new tool, or one whose t
 changed, waits for a person; `pinning.Approvals`) and hands the policy the approvals, so
 only approved tools are offered and callable (PIN-1, PIN-2). A review walks the waiting
 tools one by one, shows each as `tool_review.review_view` renders it (with the flags of
-`flagging.flags` when instruction-flagging is on, FLAG-1), asks the person, and saves each
-answer at once, so an approval survives a crash and applies to the next start too. The
-approvals file is read and written here; the rules are in `pinning`.
+`flagging.flags` when instruction-flagging is on, FLAG-1), asks the person, and saves the
+answers when the review ends, however it ends (an answer that fails, a cancel), so an
+approval applies to the next start too; a review killed midway is asked again, which fails
+closed. The approvals file is read and written here; the rules are in `pinning`.
 """
 
 from __future__ import annotations
@@ -79,24 +80,31 @@ class ToolGate:
         ]
 
     async def review(self, answer: ReviewAnswer) -> list[tuple[ReviewView, bool]]:
-        """Ask the person about each waiting tool; approvals are saved as they are given."""
+        """Ask the person about each waiting tool; the approvals given are saved once the
+        review ends, however it ends (an answer that fails, a cancel): one write, not one a
+        tool, which on a busy disk made a review of 256 tools take over a minute (each save
+        rewrites the whole file and syncs it twice)."""
         if self.store is None:
             return []
         waiting = self.waiting()
         shown: list[tuple[ReviewView, bool]] = []
-        for index, (server, tool, pin) in enumerate(waiting, start=1):
-            view = review_view(
-                server,
-                pin.definition,
-                pin.state,
-                self.flags(pin.definition),
-                pin.approved_definition,
-                (index, len(waiting)),
-            )
-            approved = await answer(view)
-            shown.append((view, approved))
-            if approved:
-                approvals: Approvals = self.policy.approvals.approve(server, tool)
-                self.store.save(approvals)
-                self.policy.approvals = approvals
+        before = self.policy.approvals
+        try:
+            for index, (server, tool, pin) in enumerate(waiting, start=1):
+                view = review_view(
+                    server,
+                    pin.definition,
+                    pin.state,
+                    self.flags(pin.definition),
+                    pin.approved_definition,
+                    (index, len(waiting)),
+                )
+                approved = await answer(view)
+                shown.append((view, approved))
+                if approved:
+                    approvals: Approvals = self.policy.approvals.approve(server, tool)
+                    self.policy.approvals = approvals
+        finally:
+            if self.policy.approvals is not before:
+                self.store.save(self.policy.approvals)
         return shown

@@ -274,3 +274,49 @@ def test_a_flagged_policy_round_trip_is_json():
     # the approvals file holds server text: it must be JSON-serialisable as listed
     approvals = pinning.Approvals().seen("s", "u", [{"name": "é", "description": "\u202e"}])
     assert json.dumps(approvals.servers["s"].tools["é"].definition)
+
+
+def _gate_of_five(saves: list) -> object:
+    """A pinning gate whose one connected server lists five tools, none approved yet, and
+    whose approvals store records each save."""
+    from mcp_host_conformance.reference_client.tool_gate import ToolGate
+
+    class Store:
+        def save(self, approvals: pinning.Approvals) -> None:
+            saves.append(approvals)
+
+    class Policy:
+        approvals = pinning.Approvals().seen(
+            "docs", "http://docs", [{"name": f"t{n}", "inputSchema": {}} for n in range(5)]
+        )
+
+    gate = ToolGate.__new__(ToolGate)
+    gate.policy, gate.store, gate.flagging = Policy(), Store(), False
+    gate._servers = {"docs": "http://docs"}
+    return gate
+
+
+def test_a_review_saves_its_approvals_once_however_it_ends():
+    """One write for the whole review (a write a tool made a review of 256 tools take over a
+    minute on a busy disk), and what was approved before an answer that fails is kept."""
+    saves: list = []
+    gate = _gate_of_five(saves)
+
+    async def yes(view):
+        return True
+
+    asyncio.run(gate.review(yes))
+    assert len(saves) == 1 and not pinning.review(saves[0])
+
+    saves.clear()
+    gate = _gate_of_five(saves)
+
+    async def fails_at_the_third(view):
+        if view.tool == "t2":
+            raise RuntimeError("the person's terminal went away")
+        return True
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(gate.review(fails_at_the_third))
+    assert len(saves) == 1
+    assert [tool for _s, tool, _p in pinning.review(saves[0])] == ["t2", "t3", "t4"]
