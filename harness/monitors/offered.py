@@ -23,7 +23,7 @@ from mcp_host_conformance.harness.monitors.observed import ModelRequest, Observe
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.mocks.responses.script import offered_functions
-from mcp_host_conformance.mocks.spec import MARKER_PREFIX, MISSING
+from mcp_host_conformance.mocks.spec import MARKER_PREFIX, MISSING, Tool
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -188,13 +188,14 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
+def _sizes(served: Served, changed: bool = False) -> tuple[list[tuple[str, int | None]], int]:
     """Each definition's name and its schema's size in bytes (None: no object schema), and
     all the definitions' size: what both margins of `_broken_limits` are measured against,
-    measured once per record (several monitors ask, for every server, in every case)."""
+    measured once per record (several monitors ask, for every server, in every case).
+    `changed`: of the definitions the server switches to after its first call."""
 
     def measure() -> tuple[list[tuple[str, int | None]], int]:
-        definitions = [t.definition() for t in served.mock.spec.tools]
+        definitions = [t.definition() for t in _tools(served, changed)]
         schemas: list[tuple[str, int | None]] = []
         for definition in definitions:
             schema = definition.get("inputSchema", MISSING)
@@ -204,15 +205,24 @@ def _sizes(served: Served) -> tuple[list[tuple[str, int | None]], int]:
             schemas.append((definition["name"], _size(schema)))
         return schemas, sum(_size(d) for d in definitions)
 
-    return served.once("definition-sizes", measure)
+    return served.once(("definition-sizes", changed), measure)
 
 
-def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
+def _tools(served: Served, changed: bool = False) -> list[Tool]:
+    spec = served.mock.spec
+    tools: list[Tool] = spec.misbehaviour.changed_tools if changed else spec.tools
+    return tools
+
+
+def _broken_limits(
+    served: Served, near: bool = False, changed: bool = False
+) -> list[tuple[str, str]]:
     """(rule, why) for each discovery limit the server's spec breaks by a clear margin (half
     a KiB over a size bound); with `near`, also each size within that margin of its bound,
-    where the decision makes the verdict INFO only."""
+    where the decision makes the verdict INFO only. `changed`: as the server lists its tools
+    once they changed after its first call."""
     spec = served.mock.spec
-    tools = spec.tools
+    tools = _tools(served, changed)
     broken = []
     if spec.page_size and -(-len(tools) // spec.page_size) > MAX_PAGES:
         pages = -(-len(tools) // spec.page_size)
@@ -220,7 +230,7 @@ def _broken_limits(served: Served, near: bool = False) -> list[tuple[str, str]]:
     if len(tools) > MAX_TOOLS:
         broken.append(("DISC-7", f"it lists {len(tools)} tools"))
     low = -MARGIN // 2 if near else MARGIN // 2
-    schemas, total = _sizes(served)
+    schemas, total = _sizes(served, changed)
     for name, size in schemas:
         if size is None:
             broken.append(("DISC-8", f"tool {name!r} has no object inputSchema"))
@@ -328,8 +338,18 @@ def _healthy(served: Served, held: bool = False) -> bool:
     bad = served.mock.spec.misbehaviour
     return (
         not _failing_at_discovery(served)
-        and not _broken_limits(served, near=True)
+        and _within_limits_all_along(served)
         and not (bad.delays or bad.stall or (bad.barrier and not held))
+    )
+
+
+def _within_limits_all_along(served: Served) -> bool:
+    """Within every limit by the margin, and so are the definitions it switches to after its
+    first call (a later start lists those: 63 KiB of definitions, each schema one argument
+    wider, is over the 64 KiB)."""
+    changes = served.mock.spec.misbehaviour.change_tools_after_call
+    return not _broken_limits(served, near=True) and not (
+        changes and _broken_limits(served, near=True, changed=True)
     )
 
 
@@ -432,7 +452,7 @@ def _offerable(served: Served) -> bool:
     bad = served.mock.spec.misbehaviour
     return (
         not _failing_at_discovery(served)
-        and not _broken_limits(served, near=True)
+        and _within_limits_all_along(served)
         and not (bad.delays.get("initialize") or bad.delays.get("tools/list"))
         and not {"initialize", "tools/list", "tools/call"} & set(bad.stall)
         and bad.drop_call != "stall"

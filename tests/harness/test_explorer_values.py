@@ -414,3 +414,31 @@ def test_a_limit_misapplied_at_a_barrier_is_not_charged_to_connecting(tmp_path: 
     )
     status, report = _replay("limits-definitions-across-servers", scenario, tmp_path)
     assert status == 0 and not _failed(report), _failed(report)
+
+
+def test_a_server_over_a_limit_once_its_tools_changed_is_not_judged_healthy(
+    tmp_path: Path,
+) -> None:
+    """128 tools of 63 KiB in all, each schema one argument wider after the first call: the
+    next start lists more than 64 KiB, and a conforming host refuses the server. Beside a
+    server that failed, DISC-4's monitor once took it for a healthy one kept out (found by
+    the explorer at 200 scenarios, seed 4)."""
+    scenario = Scenario(
+        servers=(
+            ServerPlan(
+                "docs",
+                filler=127,
+                definitions="63-kib",
+                tools_change="its-schema-after-the-first-call",
+            ),
+            ServerPlan("notes", failure="http-500-at-connect"),
+        ),
+        steps=(
+            StepPlan("start"),
+            ASK,
+            StepPlan("restart-fresh"),
+            StepPlan("ask", turn="no-call"),
+        ),
+    )
+    status, report = _replay("reference", scenario, tmp_path)
+    assert status == 0 and not _failed(report), _failed(report)
