@@ -421,6 +421,9 @@ class Host:
     # gets what a person using such a host would do before chatting (see `start` and `add`).
     profiles: frozenset[str] = frozenset()
     case_profiles: frozenset[str] = frozenset()
+    # a verified-add host meets each server as it is when it is added, in a case not about
+    # the profile too (the explorer's `first-sync` as-it-is): no healthy stand-in
+    adds_as_they_are: bool = False
     reviews: list[ToolReview] = field(default_factory=list)
     # each tool a review showed, with when and how the person answered (True: approved): a
     # monitor tells which definition an approval covered by the time it was given
@@ -509,6 +512,15 @@ class Host:
     def syncs_at_add(self) -> bool:
         return VERIFIED_ADD in self.profiles
 
+    @property
+    def _stands_in_at_add(self) -> bool:
+        """Whether an add meets a healthy stand-in of the server (see `_healthy_for_add`)."""
+        return (
+            self.syncs_at_add
+            and VERIFIED_ADD not in self.case_profiles
+            and not self.adds_as_they_are
+        )
+
     def _for_add(self, server: ServerConfig) -> ServerConfig:
         if not self.syncs_at_add:
             return server
@@ -536,7 +548,7 @@ class Host:
         except AssertionError:  # the harness's own bound: the client hangs
             raise
         except Exception as exc:
-            if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles:
+            if self._stands_in_at_add:
                 raise RefusedAtAdd(
                     f"the host claims verified-add and did not save server {server.name!r}, "
                     f"whose first sync failed ({str(exc)[:300]}); this case needs it configured"
@@ -573,7 +585,7 @@ class Host:
         # in a case not about that profile, the server is healthy while it is added and
         # misbehaves from then on, as a server that broke after it was configured would.
         healthy = getattr(mock, "healthy", None)
-        if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles and callable(healthy):
+        if self._stands_in_at_add and callable(healthy):
             made: AbstractContextManager[None] = healthy()
             return made
         return nullcontext()
@@ -582,7 +594,7 @@ class Host:
         # A verified-add host has just connected to the mock for its first sync (SYNC-1's to
         # judge). Other cases count what the mock received from the start of the session on,
         # as they do for a host that connects only at start: the add's requests are cleared.
-        if self.syncs_at_add and VERIFIED_ADD not in self.case_profiles:
+        if self._stands_in_at_add:
             journal = getattr(mock, "journal", None)
             if journal is not None:
                 journal.clear()

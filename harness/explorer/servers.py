@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_host_conformance.harness.explorer.scenario import ServerPlan, ToolPlan
+from mcp_host_conformance.mocks.named import definitions_size
 from mcp_host_conformance.mocks.spec import (
     DEFAULT_SCHEMA,
     Misbehaviour,
@@ -201,22 +202,12 @@ def tool_of(
     )
 
 
-def _definitions_size(tools: list[Tool]) -> int:
-    """DISC-9's measure of `tools` as a mock serves them, each with its marker (a mock marks
-    every tool it serves; the markers count as the rest of the text does)."""
-    marked = [dataclasses.replace(t, marker="mcphc-tool-" + "0" * 16) for t in tools]
-    return sum(
-        len(json.dumps(t.definition(), separators=(",", ":"), ensure_ascii=False).encode())
-        for t in marked
-    )
-
-
 def _grown(planned: list[Tool], filler: list[Tool], size: int | None) -> list[Tool]:
     """`filler` with its descriptions grown (ASCII, evenly) so that all the definitions
     total `size` bytes; as they are when the planned tools alone reach it, or no size."""
     if size is None or not filler:
         return filler
-    missing = size - _definitions_size(planned + filler)
+    missing = size - definitions_size(planned + filler)
     if missing <= 0:
         return filler
     each, rest = divmod(missing, len(filler))

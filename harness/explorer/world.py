@@ -18,15 +18,13 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp_host_conformance.harness.cases.canaries import REGISTRY
 from mcp_host_conformance.harness.cases.hostrun import (
-    VERIFIED_ADD,
     HarnessTimeout,
     Host,
     RefusedAtAdd,
@@ -218,6 +216,7 @@ class _Session:
             timeouts=world.timeouts,
             model=model,
             profiles=frozenset(world.description.profiles),
+            adds_as_they_are=self.scenario.first_sync == "as-it-is",
         )
         host.env.update(_locale(self.scenario.locale))
         case.hosts.append(host)
@@ -314,14 +313,14 @@ class _Session:
         for names) gets it under a plain name instead, so the scenario goes on. False if it
         is not configured at all."""
         name = plan.name
-        as_it_is = self.scenario.first_sync == "as-it-is" and host.syncs_at_add
+        # a server met as it is at its add may fail the first sync: the host's own refusal
+        as_it_is = host.adds_as_they_are and host.syncs_at_add
         for attempt in (name, *(n for n in PLAIN_NAMES if n not in self.names.values())):
             try:
-                with _met_as_it_is(host, as_it_is):
-                    if plan.transport == "stdio":
-                        host.add_stdio(attempt, mock, args=setup.args, env=setup.env)
-                    else:
-                        host.add_http(attempt, mock, headers=setup.headers, url=_url(plan, mock))
+                if plan.transport == "stdio":
+                    host.add_stdio(attempt, mock, args=setup.args, env=setup.env)
+                else:
+                    host.add_http(attempt, mock, headers=setup.headers, url=_url(plan, mock))
             except AssertionError:  # the harness's bound: the host hangs
                 raise
             except Exception as exc:
@@ -445,19 +444,3 @@ def _locale(value: str) -> dict[str, str]:
 def _said(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}"
-
-
-@contextmanager
-def _met_as_it_is(host: Host, as_it_is: bool) -> Iterator[None]:
-    """A verified-add host's add of a server as it is (`first-sync` as-it-is): the add is
-    then the case's, as in SYNC-1's own cases (no healthy stand-in, its requests kept in the
-    journal, a refusal the host's own)."""
-    if not as_it_is:
-        yield
-        return
-    before = host.case_profiles
-    host.case_profiles = before | {VERIFIED_ADD}
-    try:
-        yield
-    finally:
-        host.case_profiles = before

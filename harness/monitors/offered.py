@@ -208,6 +208,10 @@ def _sizes(served: Served, changed: bool = False) -> tuple[list[tuple[str, int |
     return served.once(("definition-sizes", changed), measure)
 
 
+def _pages(tools: int, page_size: int | None) -> int:
+    return -(-tools // page_size) if page_size else 1
+
+
 def _tools(served: Served, changed: bool = False) -> list[Tool]:
     spec = served.mock.spec
     tools: list[Tool] = spec.misbehaviour.changed_tools if changed else spec.tools
@@ -224,8 +228,8 @@ def _broken_limits(
     spec = served.mock.spec
     tools = _tools(served, changed)
     broken = []
-    if spec.page_size and -(-len(tools) // spec.page_size) > MAX_PAGES:
-        pages = -(-len(tools) // spec.page_size)
+    pages = _pages(len(tools), spec.page_size)
+    if pages > MAX_PAGES:
         broken.append(("DISC-6", f"its tools/list takes {pages} pages"))
     if len(tools) > MAX_TOOLS:
         broken.append(("DISC-7", f"it lists {len(tools)} tools"))
@@ -419,10 +423,7 @@ def _specific(served: Served, listed: list[Served]) -> tuple[str, str] | None:
     tools = sum(len(s.mock.spec.tools) for s in listed)
     if tools > MAX_TOOLS:
         return "DISC-7", f"the servers list {tools} tools together, each at most {MAX_TOOLS}"
-    pages = sum(
-        -(-len(s.mock.spec.tools) // s.mock.spec.page_size) if s.mock.spec.page_size else 1
-        for s in listed
-    )
+    pages = sum(_pages(len(s.mock.spec.tools), s.mock.spec.page_size) for s in listed)
     if pages > MAX_PAGES:
         return "DISC-6", f"the servers' tools/list take {pages} pages together"
     total = sum(_sizes(s)[1] for s in listed)

@@ -29,6 +29,7 @@ from mcp_host_conformance.harness.cases.observe import (
 )
 from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
 from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
+from mcp_host_conformance.harness.monitors.offered import MEGABYTE
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.harness.verdicts.safe_text import visible
@@ -41,7 +42,6 @@ OUTPUT_LIMIT = 64 * KIB
 FRAMING_SLACK = KIB  # room for a status line or a marker around the output (RES-10)
 JUDGED_RESULT = 48 * KIB
 MESSAGE_LIMIT = 1024 * KIB  # larger results are RES-10's, not judged for their text here
-MEGABYTE = 1_000_000  # what a host that reads "MB" for "MiB" takes for NET-4's limit
 # An output given this soon after its call reached the server came before any call timeout
 # ended the call: the harness gives a host a second or more (Timeouts.call, scaled).
 PROMPT_OUTPUT = 0.5
@@ -70,26 +70,20 @@ def _plainly_answered(served: Served, any_size: bool = False) -> bool:
     )
 
 
+def _first_outputs(observed: Observed) -> dict[str, tuple[Any, float]]:
+    """call_id -> the first output the model received for it, and when."""
+    found: dict[str, tuple[Any, float]] = {}
+    for request in observed.requests:
+        items = request.body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                found.setdefault(str(item.get("call_id")), (item.get("output"), request.time))
+    return found
+
+
 def _outputs(observed: Observed) -> dict[str, Any]:
     """call_id -> the first output the model received for it."""
-    found: dict[str, Any] = {}
-    for request in observed.requests:
-        items = request.body.get("input")
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                found.setdefault(str(item.get("call_id")), item.get("output"))
-    return found
-
-
-def _output_times(observed: Observed) -> dict[str, float]:
-    """call_id -> when the model service first received its output."""
-    found: dict[str, float] = {}
-    for request in observed.requests:
-        items = request.body.get("input")
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                found.setdefault(str(item.get("call_id")), request.time)
-    return found
+    return {call_id: output for call_id, (output, _at) in _first_outputs(observed).items()}
 
 
 def _decoded(text: str) -> Any:
@@ -299,7 +293,7 @@ def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]
     "call reaching the server, before any call timeout could end it",
 )
 def under_limit_answered(self: Monitor, observed: Observed) -> Iterator[Finding]:
-    outputs, times = _outputs(observed), _output_times(observed)
+    outputs = _first_outputs(observed)
     for call, served, tool, entry in paired(observed):
         bad = served.mock.spec.misbehaviour
         size = bad.oversize_bytes
@@ -309,10 +303,10 @@ def under_limit_answered(self: Monitor, observed: Observed) -> Iterator[Finding]
             or not _plainly_answered(served, any_size=True)
             or tool.reply.jsonrpc_error is not None  # not padded: only a result is
             or call.call_id not in outputs
-            or times[call.call_id] - entry.time > PROMPT_OUTPUT
+            or outputs[call.call_id][1] - entry.time > PROMPT_OUTPUT
         ):
             continue
-        if stated_status(outputs[call.call_id]) == "unknown":
+        if stated_status(outputs[call.call_id][0]) == "unknown":
             yield self.finding(
                 "RES-8",
                 f"{served.label}/{tool.name}'s answer of {size} B, under the 1 MiB limit, is "
