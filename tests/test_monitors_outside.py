@@ -228,6 +228,14 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     # seventeen calls answered yes: at that budget no such turn put seventeen through, each
     # call drawing its own tool (some of a server that fails) and arguments (some no JSON)
     "sixteen-a-turn": ("no-call-limit", "TURN-1"),
+    # a model that keeps calling, every call answered yes: 16 run, then the turn ends (the
+    # same at 6 scenarios: such a turn through to a healthy server is rarely drawn)
+    "sixteen-let-through": ("stops-at-15-calls", "TURN-1"),
+    "turn-ended-at-the-limit": ("keeps-asking-after-limit", "TURN-1"),
+    # a name that resolves to a private address (sealed network only)
+    "private-address-refused": ("refuses-literal-addresses-only", "PRIV-1"),
+    # discovery answers each in time, together late (`discovery-late`)
+    "late-server-skipped": ("timeout-per-request", "DISC-3"),
     "exposed-names": ("lowercases-server-name", "EXP-1"),
     "offers-fixed-per-session": ("relists-tools-each-turn", "DISC-5"),
     "server-text-neutralized": ("neutralizes-c0-only", "HARD-1"),
@@ -309,6 +317,8 @@ def test_a_monitor_catches_its_rule_in_an_explorer_scenario(monitor, selftest_ru
     client, rule = SCENARIOS[monitor]
     run = selftest_runs.get(proof_key(monitor))
     assert run.report is not None, f"no report (exit {run.returncode})\n{run.output[-3000:]}"
+    if rule == "PRIV-1" and run.report.get("environment", {}).get("network") != "isolated":
+        pytest.skip("private addresses are given a host only in the sealed network (not here)")
     (ran,) = [c for c in run.report["cases"] if c["nodeid"].endswith(EXPLORER_CASE)]
     seen = [f for f in ran["monitors"] if f["monitor"] == monitor and f["rule"] == rule]
     assert seen, (

@@ -38,7 +38,9 @@ class Moment:
     "ask", "review", "cancel", "stop" (an interval), or "approval", "acknowledgement" (the
     instant the answer was given). `run` numbers the session (its start, questions, reviews,
     approvals and stop), -1 for the configuration commands; `text` is the server's name, the
-    question, or the answer given; `accepted` is an acknowledgement's answer."""
+    question, or the answer given; `accepted` is an acknowledgement's answer; `whole` is
+    False for a step that ended in an error (the harness's bound, the adapter's failure):
+    what did not happen in it may be the harness's doing, never evidence against a host."""
 
     kind: str
     began: float
@@ -46,6 +48,7 @@ class Moment:
     run: int = -1
     text: str = ""
     accepted: bool = False
+    whole: bool = True
 
 
 class Timeline(list[Moment]):
@@ -57,8 +60,10 @@ class Timeline(list[Moment]):
         began = time.time()
         try:
             yield
-        finally:
-            self.append(Moment(kind, began, time.time(), run, text))
+        except BaseException:
+            self.append(Moment(kind, began, time.time(), run, text, whole=False))
+            raise
+        self.append(Moment(kind, began, time.time(), run, text))
 
     def answered(self, kind: str, run: int, text: str = "", accepted: bool = False) -> None:
         now = time.time()

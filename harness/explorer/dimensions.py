@@ -74,6 +74,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
         ("approve-every-time", "approve-at-the-first-start-only"),
     ),
     Dimension(
+        "private-address",
+        "whether the host is also configured with a server whose HTTPS URL reaches a private "
+        "address (in the run's sealed network, where those addresses are this machine's "
+        "own): the address itself, a name that resolves to it, or a name whose DNS answer is "
+        "a public address first and the private one next (PRIV-1)",
+        ("none", "literal", "a-name", "a-rebinding-name"),
+    ),
+    Dimension(
         "first-sync",
         "how a server meets a host that connects it when it is added (`verified-add`): "
         "healthy, misbehaving only once it was saved (so that the scenario has its servers), "
@@ -192,6 +200,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "stdio-exits-at-call",
             "initialize-error",
             "initialize-stalls",
+            "initialize-late",
+            "discovery-late",
             "http-500-at-connect",
             "rejects-401",
             "redirects",
@@ -214,6 +224,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
             "a-tool-never-offered",
             "seventeen-calls",
             "the-same-call-twice",
+            "keeps-calling",
         ),
     ),
     Dimension(

@@ -15,6 +15,16 @@ half each time. A bug that shows only when a call gets through whole (approved, 
 its result shown) is otherwise hidden by whichever of those a scenario draws; with every
 dimension free in every scenario, a turn of seventeen calls all let through, or a result
 with control characters from an approved call, was almost never made.
+
+The same idea per server: a server hides in one way at most. Drawn freely, and steered to
+the least-visited values, a value that keeps a whole server's tools from the model (`HIDES`:
+a failure at connect or at `tools/list`, a count, a page count, a size or a name past a
+limit) came in four servers of five, often several at once: a scenario whose every server
+is hidden puts no call through to any, and a host that takes a schema over its limit shows
+it only when the server otherwise connects. So a server that fails at connect draws no other
+such value, and of the rest about half (`CLEAR`) draw none and the others exactly one, the
+least visited. A clear server still draws the values at the limits' near side (128 tools,
+16 pages, 63 KiB, a 15 KiB schema), which is where a host that counts wrong shows it.
 """
 
 from __future__ import annotations
@@ -34,8 +44,10 @@ from mcp_host_conformance.harness.explorer.scenario import (
 __all__ = ["STEER", "Generator"]
 
 STEER = 0.8
+PRIVATE = 0.3  # the share of scenarios whose host also has a server at a private address
 CONFIGURED = 0.8  # the share of scenarios whose host starts with its servers configured
 HEALTHY = 0.1  # the share of servers that do not fail, in a scenario that does not hold failure
+CLEAR = 0.5  # of the servers that do not fail at connect, the share drawing no HIDES value
 SWARM = 0.5  # the chance that a scenario holds each of SWARM_HELD's dimensions
 # The dimensions a scenario may hold at their plainest value, and that value.
 SWARM_HELD = {
@@ -60,12 +72,38 @@ HTTP_ONLY = {
     "certificate-for-another-host",
     "expired-certificate",
 }
+# The values that keep a whole server's tools from the model (by dimension): a clear server
+# draws none of them.
+HIDES = {
+    "failure": {
+        "over-1-mib-at-list",
+        "initialize-error",
+        "initialize-stalls",
+        "initialize-late",
+        "discovery-late",
+        "http-500-at-connect",
+        "rejects-401",
+        "redirects",
+        "untrusted-certificate",
+        "certificate-for-another-host",
+        "expired-certificate",
+        "exits-at-once",
+    },
+    "tool-count": {"129"},
+    "pages": {"17"},
+    "definitions": {"65-kib"},
+    "schema": {"17-kib", "not-an-object"},
+    "tool-name": {"65-characters"},
+}
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
 SERVER_NAMES = ("docs", "notes", "files", "tickets")
 # the plain tools a server whose definitions are grown to a size has at least: the 65 KiB
 # spread over them, about 8 KiB each, as a server of many medium tools has it
 DEFINITION_TOOLS = 8
+# A model that keeps calling asks for one call a reply, this many times, then answers in
+# text: 16 calls run and eight more refused by a host that keeps TURN-1's limit.
+KEEPS_CALLING = 24
 
 
 class Generator:
@@ -74,13 +112,24 @@ class Generator:
         self.visits = visits if visits is not None else Visits()
         self._pending = Visits()
         self._held: frozenset[str] = frozenset()
+        self._clear: frozenset[str] = frozenset()  # dimensions drawn without HIDES's values
+        self._forced: dict[str, str] = {}  # the one value that hides the server being made
 
     def pick(self, name: str, allowed: Sequence[str] | None = None) -> str:
+        forced = self._forced.pop(name, None)
+        if forced is not None and (allowed is None or forced in allowed):
+            self._pending[(name, forced)] += 1
+            return forced
         if name in self._held:
             value = SWARM_HELD[name]
             self._pending[(name, value)] += 1
             return value
-        values = [v for v in dimension(name).values if allowed is None or v in allowed]
+        hidden = HIDES.get(name, set()) if name in self._clear else set()
+        values = [
+            v
+            for v in dimension(name).values
+            if (allowed is None or v in allowed) and v not in hidden
+        ]
         if self.rng.random() < STEER:
             counts = {v: self.visits.count(name, v) + self._pending.count(name, v) for v in values}
             least = min(counts.values())
@@ -108,6 +157,7 @@ class Generator:
             connecting=self.pick("connecting"),
             tool_review=self.pick("tool-review"),
             first_sync=self.pick("first-sync"),
+            private_address=self._private_address(),
         )
 
     def _configuration(self) -> str:
@@ -117,6 +167,14 @@ class Generator:
             self._pending[("configuration", "the-servers")] += 1
             return "the-servers"
         return self.pick("configuration", ("none-configured", "all-removed"))
+
+    def _private_address(self) -> str:
+        # a server the host must refuse, beside the scenario's own: a few scenarios in ten,
+        # as a configuration with no servers, not one in every four
+        if self.rng.random() >= PRIVATE:
+            self._pending[("private-address", "none")] += 1
+            return "none"
+        return self.pick("private-address", ("literal", "a-name", "a-rebinding-name"))
 
     # ---- servers ------------------------------------------------------------------------
 
@@ -135,15 +193,44 @@ class Generator:
         return found
 
     def _server(self, index: int, name: str, kind: str, others: list[str]) -> ServerPlan:
-        transport = self.pick("transport")
+        # the failure first, the transport it needs after: of the failure's many values,
+        # half need HTTP and a few stdio, and drawn within a transport drawn first, some
+        # were left unvisited within forty scenarios
         if self.rng.random() < HEALTHY:
             failure = "none"
             self._pending[("failure", "none")] += 1
         else:
-            excluded = STDIO_ONLY if transport != "stdio" else HTTP_ONLY
-            failure = self.pick(
-                "failure", [v for v in dimension("failure").values if v not in excluded]
-            )
+            failure = self.pick("failure")
+        transport = self.pick(
+            "transport",
+            ("http", "https")
+            if failure in HTTP_ONLY
+            else ("stdio",)
+            if failure in STDIO_ONLY
+            else None,
+        )
+        # At most one way to hide a server at a time: a server that fails at connect, or
+        # one over a limit, shows nothing of a second (a host that takes a schema over its
+        # limit shows it only when the server connects). The failure keeps its own share,
+        # drawn first: so many of its values need HTTP and hide the server that drawing it
+        # under the others left some unvisited within forty scenarios.
+        self._clear = frozenset(d for d in HIDES if d != "failure")
+        if failure not in HIDES["failure"] and self.rng.random() >= CLEAR:
+            self._forced = dict([self._least_visited_hiding()])
+        try:
+            return self._server_drawn(index, name, kind, others, transport, failure)
+        finally:
+            self._clear, self._forced = frozenset(), {}
+
+    def _least_visited_hiding(self) -> tuple[str, str]:
+        pairs = [(d, v) for d, values in HIDES.items() if d != "failure" for v in sorted(values)]
+        counts = {p: self.visits.count(*p) + self._pending.count(*p) for p in pairs}
+        least = min(counts.values())
+        return self.rng.choice([p for p in pairs if counts[p] == least])
+
+    def _server_drawn(
+        self, index: int, name: str, kind: str, others: list[str], transport: str, failure: str
+    ) -> ServerPlan:
         credential = self.pick(
             "credential", ("none", "env") if transport == "stdio" else ("none", "header")
         )
@@ -286,6 +373,11 @@ class Generator:
             calls = [self._call(tools) for _ in range(self.rng.randint(2, 3))]
         elif turn == "seventeen-calls":
             calls = [self._call(tools) for _ in range(17)]
+        elif turn == "keeps-calling":
+            # a model in a loop: the same one or two calls again and again, as models that
+            # page through a tool or retry it do
+            loop = [self._call(tools) for _ in range(self.rng.randint(1, 2))]
+            calls = [loop[n % len(loop)] for n in range(KEEPS_CALLING)]
         elif turn == "the-same-call-twice":
             call = self._call(tools)
             calls = [call, call]

@@ -37,7 +37,7 @@ MAX_SERVERS = 4
 MAX_TOOLS = 8  # listed one by one; `filler` adds plain ones up to the limits
 MAX_FILLER = 140
 MAX_STEPS = 12
-MAX_CALLS = 20
+MAX_CALLS = 24  # a model that keeps calling asks for 24, one a reply
 MAX_FILE = 1024 * 1024
 STEP_KINDS = ("start", "ask", "stop", "restart-resume", "restart-fresh", "remove", "list")
 
@@ -117,6 +117,7 @@ class Scenario:
     connecting: str = "at-once"  # or each server answers initialize once all are contacted
     tool_review: str = "approve-every-time"  # a pinning host's review after each start
     first_sync: str = "while-healthy"  # a verified-add host's add: healthy, or as it is
+    private_address: str = "none"  # a server configured at a URL reaching a private address
 
     def server(self, name: str | None) -> ServerPlan | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -186,6 +187,7 @@ class Scenario:
         yield "connecting", self.connecting
         yield "tool-review", self.tool_review
         yield "first-sync", self.first_sync
+        yield "private-address", self.private_address
 
     def describe(self) -> list[str]:
         """The scenario as lines a person reads: the servers, then the steps."""
@@ -225,6 +227,8 @@ class Scenario:
             lines.append("servers answer initialize only once every one is contacted")
         if self.first_sync != "while-healthy":
             lines.append("a host that connects at add meets each server as it is")
+        if self.private_address != "none":
+            lines.append(f"a server configured at a private address: {self.private_address}")
         if self.tool_review != "approve-every-time":
             lines.append("tool review: yes to every tool at the first start only, no after it")
         if self.umask != "022" or self.locale != "inherited":
@@ -306,6 +310,7 @@ def from_json(data: Any) -> Scenario:
         connecting=_value(data, "connecting", "connecting", "at-once"),
         tool_review=_value(data, "tool_review", "tool-review", "approve-every-time"),
         first_sync=_value(data, "first_sync", "first-sync", "while-healthy"),
+        private_address=_value(data, "private_address", "private-address", "none"),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_host_conformance.harness.cases.hostrun import Timeouts
 from mcp_host_conformance.harness.explorer.scenario import ServerPlan, ToolPlan
 from mcp_host_conformance.mocks.named import definitions_size
 from mcp_host_conformance.mocks.spec import (
@@ -66,6 +67,13 @@ BAD_CERTIFICATES = {
     "certificate-for-another-host": "wrong-host",
     "expired-certificate": "expired",
 }
+# The failures whose discovery answers come after the connect timeout a start is given
+# (harness Timeouts.connect), each delay a share of it: at once late, or each answer in time
+# and together late (a host that times each request, not the connection, takes its tools).
+LATE = {
+    "initialize-late": {"initialize": 1.5},
+    "discovery-late": {"initialize": 0.6, "tools/list": 0.6},
+}
 # The failures whose server never answers an initialize as any other does: they wait at no
 # scenario's barrier (a party the host never reaches, or one that fails anyway, would hold
 # the others for nothing); every other failure is at a call, a list or a stream.
@@ -73,6 +81,7 @@ FAILS_AT_CONNECT = frozenset(
     {
         "initialize-error",
         "initialize-stalls",
+        *LATE,
         "http-500-at-connect",
         "rejects-401",
         "redirects",
@@ -266,6 +275,9 @@ def _misbehaviour(
             setattr(bad, attribute, value)
     elif failure == "initialize-stalls":
         bad.stall.append("initialize")
+    elif failure in LATE:
+        connect = Timeouts.scaled(scale).connect
+        bad.delays.update({method: share * connect for method, share in LATE[failure].items()})
     elif failure == "redirects" and sink is not None:
         bad.redirect_status, bad.redirect_to, bad.redirect_at = 307, sink, "*"
     if plan.transport == "stdio":

@@ -190,6 +190,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield replace(scenario, tool_review="approve-every-time")
     if scenario.first_sync != "while-healthy":
         yield replace(scenario, first_sync="while-healthy")
+    if scenario.private_address != "none":
+        yield replace(scenario, private_address="none")
 
 
 def shrink(

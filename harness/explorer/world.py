@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,12 @@ from mcp_host_conformance.harness.cases.hostrun import (
     Running,
     Timeouts,
 )
-from mcp_host_conformance.harness.contract.adapter import Adapter, AdapterError, Description
+from mcp_host_conformance.harness.contract.adapter import (
+    Adapter,
+    AdapterError,
+    Description,
+    HttpServer,
+)
 from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.scenario import (
     CallPlan,
@@ -39,10 +46,23 @@ from mcp_host_conformance.harness.explorer.scenario import (
     ServerPlan,
     StepPlan,
 )
-from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT, input_schema, spec_of
+from mcp_host_conformance.harness.explorer.servers import (
+    FAILS_AT_CONNECT,
+    LATE,
+    input_schema,
+    spec_of,
+)
 from mcp_host_conformance.harness.monitors.watch import watch
 from mcp_host_conformance.harness.plugin.fixtures import Case, Lures
 from mcp_host_conformance.harness.run.cleanup import RESOURCES
+from mcp_host_conformance.harness.sandbox.dns_stub import REBIND_PREFIX, REBIND_SUFFIX
+from mcp_host_conformance.harness.sandbox.network import (
+    NAMES,
+    PRIVATE_ADDRESSES,
+    Network,
+)
+from mcp_host_conformance.harness.sandbox.network import observe as observe_network
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener
 from mcp_host_conformance.harness.verdicts.outcomes import ConformanceFailure, Finding
 from mcp_host_conformance.mocks.responses.script import Step
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
@@ -122,7 +142,7 @@ def _script(step: StepPlan, names: dict[str, str], scenario: Scenario) -> list[S
             )
     if not calls:
         return [Step.text("nothing to call")]
-    if step.turn == "calls-in-sequence":
+    if step.turn in ("calls-in-sequence", "keeps-calling"):
         return [*calls, Step.text("done")]
     if len(calls) == 1:
         return [calls[0], Step.text("done")]
@@ -152,6 +172,11 @@ class World:
         self.scale = scale
         extra = {"oauth"} if getattr(description, "has_oauth", False) else set()
         self.profiles = frozenset(description.profiles) | frozenset(extra)
+
+    @cached_property
+    def network(self) -> Network:
+        """The network the run sees: private addresses are given a host only when sealed."""
+        return observe_network()
 
     def run(self, scenario: Scenario, first_only: bool = True) -> Outcome:
         """Run `scenario` on a case of its own; with `first_only`, stop at the first step
@@ -245,8 +270,9 @@ class _Session:
             others = [n for n in names if n != plan.name]
             at = meeting.address if meeting and plan.failure not in FAILS_AT_CONNECT else None
             setup = spec_of(plan, secret, others, world.scale, sink, links, at)
-            if plan.failure == "initialize-stalls" and meeting is None:
-                self.connect = world.timeouts.connect  # a stalled server costs this, not `wait`
+            if plan.failure in ("initialize-stalls", *LATE) and meeting is None:
+                # a stalled server costs this, not `wait`; a late one is late against it
+                self.connect = world.timeouts.connect
             if plan.transport == "stdio":
                 mock: Any = StdioMock(setup.spec, case.workdir("stdio"))
                 case.stdio_mocks.append(mock)  # killed and reaped by the case, not closed
@@ -256,6 +282,8 @@ class _Session:
                     RESOURCES.track_path(Path(mock.ca_file).parent)
             if self._add(host, plan, mock, setup) and at:
                 parties += 1
+        if self.scenario.configuration == "the-servers":
+            self._private_lure(host)
         if self.scenario.configuration == "all-removed":
             # the host's configuration exists and holds no server when it first starts
             for name in list(self.names.values()):
@@ -272,6 +300,44 @@ class _Session:
             if parties < 2:
                 meeting.close()
         return host
+
+    def _private_lure(self, host: Host) -> None:
+        """A server configured at a URL that reaches a private address (PRIV-1), in HTTPS so
+        no refusal is NET-1's: a listener there journals any connection. Only inside the
+        run's sealed network, where the address is this machine's own; elsewhere a step the
+        run could not take."""
+        kind = self.scenario.private_address
+        if kind == "none":
+            return
+        network = self.world.network
+        private = PRIVATE_ADDRESSES[0]
+        if (
+            not network.isolated
+            or private not in network.private_addresses
+            or (kind == "a-rebinding-name" and not network.dns)
+        ):
+            why = network.reason or "its name server does not answer"
+            self.outcome.errors.append(
+                f"private address ({kind}): not in the sealed network: {why}"
+            )
+            return
+        if kind == "a-rebinding-name":
+            listener = _same_port(self.case, private, str(network.remote_address))
+            url = (
+                f"https://{REBIND_PREFIX}{secrets.token_hex(6)}{REBIND_SUFFIX}:{listener.port}/mcp"
+            )
+        else:
+            listener = RemoteListener(private)
+            self.case.mocks.append(listener)
+            named = next(n for n, a in NAMES.items() if a == private)
+            url = listener.url(None if kind == "literal" else named, scheme="https")
+        listener.private_lure = True  # type: ignore[attr-defined]
+        try:
+            host.add(HttpServer(name="intranet", url=url))
+        except AssertionError:  # the harness's bound: the host hangs
+            raise
+        except Exception as exc:  # noqa: BLE001 - refused at add: as good as at start
+            self.outcome.errors.append(f"add intranet: refused: {_said(exc)}")
 
     def _listening(self, plan: ServerPlan, setup: Any) -> Any:
         """The server's HTTP mock, started at its scenario's address; at 127.0.0.1 when this
@@ -427,6 +493,21 @@ class _Session:
                 self.outcome.violations.append(Violation(step, finding))
                 new = True
         return new
+
+
+def _same_port(case: Case, private: str, public: str) -> RemoteListener:
+    """A listener at `private` with one at `public` on the same port, so that one URL
+    reaches either address (a rebinding name's two answers); the private one returned."""
+    for _attempt in range(20):
+        candidate = RemoteListener(private)
+        try:
+            case.mocks.append(RemoteListener(public, candidate.port))
+        except OSError:
+            candidate.close()
+            continue
+        case.mocks.append(candidate)
+        return candidate
+    raise RuntimeError("no port free on both a private and the public address")
 
 
 def _url(plan: ServerPlan, mock: Any) -> str | None:

@@ -15,6 +15,7 @@ import json
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 from mcp_host_conformance.harness.cases.confirmations import (
@@ -25,13 +26,14 @@ from mcp_host_conformance.harness.cases.confirmations import (
     shown_size,
 )
 from mcp_host_conformance.harness.cases.observe import stated_status
-from mcp_host_conformance.harness.cases.timeline import denies
+from mcp_host_conformance.harness.cases.timeline import Moment, denies
 from mcp_host_conformance.harness.contract.adapter import HttpServer
-from mcp_host_conformance.harness.monitors.observed import Observed, Served
+from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.harness.verdicts.safe_text import visible
 from mcp_host_conformance.mocks.journal import Entry
+from mcp_host_conformance.mocks.spec import Misbehaviour
 
 TURN_LIMIT = 16
 
@@ -215,6 +217,137 @@ def sixteen_a_turn(self: Monitor, observed: Observed) -> Iterator[Finding]:
                 "TURN-1",
                 f"no more than {TURN_LIMIT} MCP calls in one turn",
                 f"{inside} tools/call reached the servers during the turn of {turn.text!r}",
+            )
+
+
+# Misbehaviours that leave every tools/call reaching the server and answered at once: how a
+# stdio server ends, what it writes to stderr, a barrier at initialize (a server that did
+# not get past it offers nothing to call).
+_HARMLESS = {"stderr_flood", "spawn_child", "ignore_sigterm", "daemonize", "linger", "barrier"}
+_PLAIN = Misbehaviour()
+
+
+def _answers_every_call(served: Served) -> bool:
+    bad = served.mock.spec.misbehaviour
+    return all(
+        getattr(bad, f.name) == getattr(_PLAIN, f.name)
+        for f in fields(Misbehaviour)
+        if f.name not in _HARMLESS
+    )
+
+
+def _valid_arguments(served: Served, called: Called) -> bool:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    tool = next((t for t in served.tools() if t.name == called.tool), None)
+    try:
+        arguments = json.loads(called.arguments)
+    except ValueError:
+        return False
+    if tool is None or not isinstance(arguments, dict):
+        return False
+    schema = tool.definition().get("inputSchema")
+    try:
+        cls = validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+        return bool(cls(schema).is_valid(arguments))
+    except (SchemaError, RecursionError, ValueError, TypeError):
+        return False
+
+
+def _certain(called: Called) -> bool:
+    """A call nothing but the turn's limit may keep from its server: a tool the host
+    offered, of a server that answers every call at once and never changes its tools, with
+    arguments its schema accepts."""
+    served = called.served
+    return (
+        served is not None
+        and called.tool is not None
+        and _answers_every_call(served)
+        and _valid_arguments(served, called)
+    )
+
+
+def _turn_calls(observed: Observed, turn: Moment) -> list[Called]:
+    return [
+        call
+        for request in observed.requests
+        if turn.began <= request.time <= turn.ended
+        for call in request.calls
+    ]
+
+
+def _session_began(observed: Observed, turn: Moment) -> float:
+    starts = [m.began for m in observed.of("start") if m.run == turn.run and m.began <= turn.began]
+    return max(starts, default=turn.began)
+
+
+@monitor(
+    "sixteen-let-through",
+    "TURN-1",
+    "in a turn where the person answered every confirmation with a yes, each of the model's "
+    "first 16 calls reached its server when it was of a tool the host offered and had called "
+    "in that session, on a server that answers every call, with arguments its schema accepts",
+)
+def sixteen_let_through(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    calls = list(observed.tool_calls())
+    answers = observed.of("approval")
+    cancels = observed.of("cancel")
+    for turn in observed.of("ask"):
+        if not turn.whole or any(c.began <= turn.ended and c.ended >= turn.began for c in cancels):
+            continue  # a turn the harness cut short, or one cancelled: not the limit's doing
+        asked = _turn_calls(observed, turn)[:TURN_LIMIT]
+        if not asked or not all(_certain(c) for c in asked):
+            continue
+        if any(denies(a.text) for a in answers if turn.began <= a.began <= turn.ended):
+            continue
+        # a tool called in this session is one nothing of the session (a token, a review, a
+        # refusal by its text) keeps from its server: only the limit may
+        began = _session_began(observed, turn)
+        called = {(id(s), s.tool_of(e)) for s, e in calls if began <= e.time <= turn.ended}
+        if not all((id(c.served), c.tool) in called for c in asked):
+            continue
+        reached = sum(1 for _s, e in calls if turn.began <= e.time <= turn.ended)
+        if reached < len(asked):
+            yield self.finding(
+                "TURN-1",
+                f"every call counts toward the limit of {TURN_LIMIT}: up to it, calls run",
+                f"the model asked for {len(asked)} calls{' or more' * (len(asked) == TURN_LIMIT)}"
+                f" in the turn of {turn.text!r}, each of a tool the host had called in that "
+                f"session, the person approved every one asked about, and {reached} tools/call "
+                "reached the servers",
+            )
+
+
+# The model requests, each answered with calls, a host may still send in a turn once its
+# 16th call ran (the reference sends one, asking the model to finish without tools): more
+# is a host that leaves ending the turn to the model.
+AFTER_THE_LIMIT = 4
+
+
+@monitor(
+    "turn-ended-at-the-limit",
+    "TURN-1",
+    f"once 16 calls of a turn had reached the servers, the host sent at most "
+    f"{AFTER_THE_LIMIT} more model requests in that turn while the model kept asking for calls",
+)
+def turn_ended_at_the_limit(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    calls = [entry.time for _, entry in observed.tool_calls()]
+    for turn in observed.of("ask"):
+        inside = [t for t in calls if turn.began <= t <= turn.ended]
+        if len(inside) < TURN_LIMIT:
+            continue
+        limit_reached = inside[TURN_LIMIT - 1]
+        after = [r for r in observed.requests if limit_reached < r.time <= turn.ended and r.calls]
+        if len(after) > AFTER_THE_LIMIT:
+            yield self.finding(
+                "TURN-1",
+                "the host ends the turn once the limit is reached",
+                f"after the {TURN_LIMIT}th call of the turn of {turn.text!r} the host sent "
+                f"{len(after)} more model requests, each answered with calls, and stopped "
+                "only when the model did",
             )
 
 

@@ -240,3 +240,24 @@ def plain_http_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
                     "a connection",
                     f"{len(entries)} connection(s) reached {address}",
                 )
+
+
+@monitor(
+    "private-address-refused",
+    "PRIV-1",
+    "no connection reached a listener at a private address that a configured URL aimed at "
+    "(the address itself, a name for it, or a name that rebinds to it)",
+    only=("private-address-refusal",),
+)
+def private_address_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    for mock in observed.other_mocks:
+        if not getattr(mock, "private_lure", False):
+            continue
+        reached = mock.journal.entries(kind="connection")
+        if reached:
+            yield self.finding(
+                "PRIV-1",
+                "a URL that resolves to a private or internal address is refused",
+                f"{len(reached)} connection(s) reached the listener at {mock.address} "
+                "(private) that a configured server's URL aimed at",
+            )

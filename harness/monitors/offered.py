@@ -593,3 +593,51 @@ def offered_beside_builtins(self: Monitor, observed: Observed) -> Iterator[Findi
                     f"{len(_mcp_offers(observed, first))} and {sorted(builtins)[:6]}",
                 )
                 return
+
+
+# The share of a start's connect timeout by which a server's held-back discovery answers
+# must exceed it to be judged: the mock's delays are lower bounds on what the host waited
+# (a loaded machine only adds), the tenth covers the two clocks' granularity.
+LATE_MARGIN = 1.1
+
+
+def _held_back(served: Served) -> float:
+    """The seconds a connection to `served` waits at least for its answers to initialize and
+    the first tools/list (the mock's delays)."""
+    delays = served.mock.spec.misbehaviour.delays
+    return float(delays.get("initialize", 0.0)) + float(delays.get("tools/list", 0.0))
+
+
+@monitor(
+    "late-server-skipped",
+    "DISC-3",
+    "a server whose answers to initialize and tools/list came, together, later than the "
+    "connect timeout its start was given has none of its tools offered in that session",
+)
+def late_server_skipped(self: Monitor, observed: Observed) -> Iterator[Finding]:
+    late = [s for s in observed.served if s.names and _held_back(s) > 0]
+    if not late:
+        return
+    sessions = _sessions(observed)
+    for run in observed.runs:
+        connect = getattr(run.options, "connect_timeout", None)
+        if connect is None:
+            continue
+        for served in late:
+            held = _held_back(served)
+            if held < connect * LATE_MARGIN:
+                continue
+            offering = [
+                r
+                for r in sessions.get(run.number, [])
+                if any(s is served for _f, s, _t, _ns in _mcp_offers(observed, r))
+            ]
+            if offering:
+                yield self.finding(
+                    "DISC-3",
+                    f"a server that does not answer within the connect timeout "
+                    f"({connect:g} s) is skipped",
+                    f"{served.label} answered initialize and tools/list only after "
+                    f"{held:g} s in all, and its tools were offered in model request "
+                    f"{offering[0].index + 1}",
+                )

@@ -66,6 +66,14 @@ def _changes_then_restarts(
 
 
 # value -> (scenario, a host that mishandles it, the rule its monitor then sees broken)
+def _keeps_calling(turns: int = 1) -> Scenario:
+    """A model that keeps calling one tool, one call a reply, 24 times a turn; the person
+    says yes to each."""
+    calls = (CallPlan("docs", "query"),) * 24
+    turn = StepPlan("ask", turn="keeps-calling", calls=calls, answers=("y",) * 24)
+    return Scenario(servers=(ServerPlan("docs"),), steps=(StepPlan("start"), *[turn] * turns))
+
+
 VALUES = {
     "configuration none-configured": (
         Scenario(
@@ -257,6 +265,31 @@ VALUES = {
         ),
         "saves-before-first-sync",
         "SYNC-1",
+    ),
+    # beside a healthy server, one whose discovery answers come after the connect timeout
+    "failure initialize-late": (
+        Scenario(
+            servers=(ServerPlan("docs"), ServerPlan("notes", failure="initialize-late")),
+            steps=(StepPlan("start"), ASK),
+        ),
+        "ignores-connect-timeout",
+        "DISC-3",
+    ),
+    "failure discovery-late": (
+        Scenario(
+            servers=(ServerPlan("docs"), ServerPlan("notes", failure="discovery-late")),
+            steps=(StepPlan("start"), ASK),
+        ),
+        "timeout-per-request",
+        "DISC-3",
+    ),
+    # TURN-1's limit from both sides: up to 16 calls run, then the host ends the turn
+    "model-turn keeps-calling": (_keeps_calling(), "stops-at-15-calls", "TURN-1"),
+    "model-turn keeps-calling, a second turn": (_keeps_calling(2), "limit-per-session", "TURN-1"),
+    "model-turn keeps-calling, past the limit": (
+        _keeps_calling(),
+        "keeps-asking-after-limit",
+        "TURN-1",
     ),
     "stdio-ending daemonizes": (
         _one_tool("text", transport="stdio", ending="daemonizes"),
