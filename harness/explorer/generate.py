@@ -72,8 +72,8 @@ HTTP_ONLY = {
     "certificate-for-another-host",
     "expired-certificate",
 }
-# The values that keep a whole server's tools from the model (by dimension): a clear server
-# draws none of them.
+# The values that keep a whole server's tools from the model (by dimension): a server draws
+# one of them at most.
 HIDES = {
     "failure": {
         "over-1-mib-at-list",
