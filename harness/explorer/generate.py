@@ -22,9 +22,11 @@ a failure at connect or at `tools/list`, a count, a page count, a size or a name
 limit) came in four servers of five, often several at once: a scenario whose every server
 is hidden puts no call through to any, and a host that takes a schema over its limit shows
 it only when the server otherwise connects. So a server that fails at connect draws no other
-such value, and of the rest about half (`CLEAR`) draw none and the others exactly one, the
-least visited. A clear server still draws the values at the limits' near side (128 tools,
-16 pages, 63 KiB, a 15 KiB schema), which is where a host that counts wrong shows it.
+such value, and of the rest after the first about half (`CLEAR`) draw none and the others
+exactly one, the least visited; the first server draws none, and a scenario that holds the
+failure (swarm testing, above) holds it for the first server only. A clear server still
+draws the values at the limits' near side (128 tools, 16 pages, 63 KiB, a 15 KiB schema),
+which is where a host that counts wrong shows it.
 """
 
 from __future__ import annotations
@@ -115,12 +117,12 @@ class Generator:
         self._clear: frozenset[str] = frozenset()  # dimensions drawn without HIDES's values
         self._forced: dict[str, str] = {}  # the one value that hides the server being made
 
-    def pick(self, name: str, allowed: Sequence[str] | None = None) -> str:
+    def pick(self, name: str, allowed: Sequence[str] | None = None, held: bool = True) -> str:
         forced = self._forced.pop(name, None)
         if forced is not None and (allowed is None or forced in allowed):
             self._pending[(name, forced)] += 1
             return forced
-        if name in self._held:
+        if held and name in self._held:
             value = SWARM_HELD[name]
             self._pending[(name, value)] += 1
             return value
@@ -200,7 +202,9 @@ class Generator:
             failure = "none"
             self._pending[("failure", "none")] += 1
         else:
-            failure = self.pick("failure")
+            # a scenario that holds the failure holds it for its first server, which keeps
+            # the scenario's calls whole; the others fail freely
+            failure = self.pick("failure", held=index == 0)
         transport = self.pick(
             "transport",
             ("http", "https")
@@ -214,8 +218,10 @@ class Generator:
         # limit shows it only when the server connects). The failure keeps its own share,
         # drawn first: so many of its values need HTTP and hide the server that drawing it
         # under the others left some unvisited within forty scenarios.
+        # The first server never draws one: a scenario of one server hidden by a limit ran
+        # no call at all, where only a failure at connect should take its only server.
         self._clear = frozenset(d for d in HIDES if d != "failure")
-        if failure not in HIDES["failure"] and self.rng.random() >= CLEAR:
+        if index > 0 and failure not in HIDES["failure"] and self.rng.random() >= CLEAR:
             self._forced = dict([self._least_visited_hiding()])
         try:
             return self._server_drawn(index, name, kind, others, transport, failure)
