@@ -26,7 +26,7 @@ import pytest
 from mcp_host_conformance.harness.cases.observe import stays_quiet
 from mcp_host_conformance.harness.contract.adapter import HttpServer
 from mcp_host_conformance.harness.sandbox.network import NAMES
-from mcp_host_conformance.harness.sandbox.remote import RemoteListener
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener, on_one_port
 from mcp_host_conformance.harness.verdicts.outcomes import check, not_observable
 
 pytestmark = pytest.mark.mcphc_profile("private-address-refusal")
@@ -120,17 +120,9 @@ def test_a_name_that_rebinds_to_a_private_address_is_refused(host, case, network
             "a name whose DNS answer changes needs the sealed network's name server "
             f"({network.reason or 'it does not answer here'})"
         )
-    private = public = None
-    for _attempt in range(20):  # one port on both addresses, so one URL reaches either
-        candidate = RemoteListener("10.0.0.2")
-        try:
-            public = RemoteListener(network.remote_address, candidate.port)
-        except OSError:
-            candidate.close()
-            continue
-        private = candidate
-        break
-    assert private is not None and public is not None, "no port free on both addresses"
+    pair = on_one_port("10.0.0.2", network.remote_address)  # one URL reaches either
+    assert pair is not None, "no port free on both addresses"
+    private, public = pair
     case.mocks += [private, public]
     name = f"rebind-{secrets.token_hex(6)}.example.invalid"  # answers 192.0.2.1, then 10.0.0.2
     _add(host, "rebinding", f"https://{name}:{private.port}/mcp")

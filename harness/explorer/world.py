@@ -62,7 +62,7 @@ from mcp_host_conformance.harness.sandbox.network import (
     Network,
 )
 from mcp_host_conformance.harness.sandbox.network import observe as observe_network
-from mcp_host_conformance.harness.sandbox.remote import RemoteListener
+from mcp_host_conformance.harness.sandbox.remote import RemoteListener, on_one_port
 from mcp_host_conformance.harness.verdicts.outcomes import ConformanceFailure, Finding
 from mcp_host_conformance.mocks.responses.script import Step
 from mcp_host_conformance.mocks.spec import ServerSpec, Tool
@@ -322,16 +322,19 @@ class _Session:
             )
             return
         if kind == "a-rebinding-name":
-            listener = _same_port(self.case, private, str(network.remote_address))
-            url = (
-                f"https://{REBIND_PREFIX}{secrets.token_hex(6)}{REBIND_SUFFIX}:{listener.port}/mcp"
-            )
+            pair = on_one_port(private, str(network.remote_address), private=True)
+            if pair is None:
+                self.outcome.errors.append(f"private address ({kind}): no port free on both")
+                return
+            self.case.mocks.extend(pair)
+            listener = pair[0]
+            name = f"{REBIND_PREFIX}{secrets.token_hex(6)}{REBIND_SUFFIX}"
+            url = listener.url(name, scheme="https")
         else:
-            listener = RemoteListener(private)
+            listener = RemoteListener(private, private=True)
             self.case.mocks.append(listener)
             named = next(n for n, a in NAMES.items() if a == private)
             url = listener.url(None if kind == "literal" else named, scheme="https")
-        listener.private_lure = True  # type: ignore[attr-defined]
         try:
             host.add(HttpServer(name="intranet", url=url))
         except AssertionError:  # the harness's bound: the host hangs
@@ -493,21 +496,6 @@ class _Session:
                 self.outcome.violations.append(Violation(step, finding))
                 new = True
         return new
-
-
-def _same_port(case: Case, private: str, public: str) -> RemoteListener:
-    """A listener at `private` with one at `public` on the same port, so that one URL
-    reaches either address (a rebinding name's two answers); the private one returned."""
-    for _attempt in range(20):
-        candidate = RemoteListener(private)
-        try:
-            case.mocks.append(RemoteListener(public, candidate.port))
-        except OSError:
-            candidate.close()
-            continue
-        case.mocks.append(candidate)
-        return candidate
-    raise RuntimeError("no port free on both a private and the public address")
 
 
 def _url(plan: ServerPlan, mock: Any) -> str | None:

@@ -251,7 +251,7 @@ def plain_http_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
 )
 def private_address_refused(self: Monitor, observed: Observed) -> Iterator[Finding]:
     for mock in observed.other_mocks:
-        if not getattr(mock, "private_lure", False):
+        if not getattr(mock, "private", False):
             continue
         reached = mock.journal.entries(kind="connection")
         if reached:

@@ -17,7 +17,7 @@ import threading
 
 from mcp_host_conformance.mocks.journal import Entry, Journal
 
-__all__ = ["RemoteListener"]
+__all__ = ["RemoteListener", "on_one_port"]
 
 _FIRST_BYTES = 4096
 _READ_BOUND = 1.0  # seconds to wait for a request line before closing
@@ -25,10 +25,13 @@ _READERS = 32  # connections whose first line is read; later ones are only journ
 
 
 class RemoteListener:
-    """Listens on `address` (port 0); `journal` gets one "connection" entry per accept."""
+    """Listens on `address` (port 0); `journal` gets one "connection" entry per accept.
+    `private`: it stands at a private address a configured URL aims at, which a host with
+    `private-address-refusal` never connects to (PRIV-1's monitor reads it)."""
 
-    def __init__(self, address: str, port: int = 0) -> None:
+    def __init__(self, address: str, port: int = 0, private: bool = False) -> None:
         self.journal = Journal()
+        self.private = private
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -89,3 +92,18 @@ class RemoteListener:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def on_one_port(
+    first: str, second: str, private: bool = False
+) -> tuple[RemoteListener, RemoteListener] | None:
+    """Listeners at `first` and `second` on the same port, so that one URL reaches either
+    address (a rebinding name's two answers); None when no port was free on both. `private`
+    marks the first."""
+    for _attempt in range(20):
+        candidate = RemoteListener(first, private=private)
+        try:
+            return candidate, RemoteListener(second, candidate.port)
+        except OSError:
+            candidate.close()
+    return None
