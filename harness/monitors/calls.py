@@ -30,6 +30,7 @@ from mcp_host_conformance.harness.cases.timeline import Moment, denies
 from mcp_host_conformance.harness.contract.adapter import HttpServer
 from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
+from mcp_host_conformance.harness.monitors.results import schema_accepts
 from mcp_host_conformance.harness.verdicts.outcomes import Finding
 from mcp_host_conformance.harness.verdicts.safe_text import visible
 from mcp_host_conformance.mocks.journal import Entry
@@ -237,10 +238,6 @@ def _answers_every_call(served: Served) -> bool:
 
 
 def _valid_arguments(served: Served, called: Called) -> bool:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import validator_for
-
     tool = next((t for t in served.tools() if t.name == called.tool), None)
     try:
         arguments = json.loads(called.arguments)
@@ -248,13 +245,7 @@ def _valid_arguments(served: Served, called: Called) -> bool:
         return False
     if tool is None or not isinstance(arguments, dict):
         return False
-    schema = tool.definition().get("inputSchema")
-    try:
-        cls = validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
-        return bool(cls(schema).is_valid(arguments))
-    except (SchemaError, RecursionError, ValueError, TypeError):
-        return False
+    return schema_accepts(tool.definition().get("inputSchema"), arguments) is True
 
 
 def _certain(called: Called) -> bool:

@@ -493,6 +493,21 @@ def results_marked_untrusted(self: Monitor, observed: Observed) -> Iterator[Find
                 return
 
 
+def schema_accepts(schema: Any, arguments: Any) -> bool | None:
+    """Whether `schema` (JSON Schema, 2020-12 unless it names another) accepts `arguments`;
+    None for a schema the check cannot use."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        cls = validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+        return bool(cls(schema).is_valid(arguments))
+    except (SchemaError, RecursionError, ValueError, TypeError):
+        return None
+
+
 @monitor(
     "arguments-valid",
     "ARGS-1",
@@ -500,22 +515,14 @@ def results_marked_untrusted(self: Monitor, observed: Observed) -> Iterator[Find
     only=("schema-validation",),
 )
 def arguments_valid(self: Monitor, observed: Observed) -> Iterator[Finding]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import validator_for
-
     for served, entry in observed.tool_calls():
         name = served.tool_of(entry)
         tool = next((t for t in served.tools() if t.name == name), None)
         if tool is None or not isinstance(tool.input_schema, dict):
             continue
-        schema = tool.definition().get("inputSchema")
         params = entry.params if isinstance(entry.params, dict) else {}
-        try:
-            cls = validator_for(schema, default=Draft202012Validator)
-            cls.check_schema(schema)
-            valid = cls(schema).is_valid(params.get("arguments", {}))
-        except (SchemaError, RecursionError, ValueError, TypeError):
+        valid = schema_accepts(tool.definition().get("inputSchema"), params.get("arguments", {}))
+        if valid is None:
             continue  # a schema the check cannot use: not a host's verdict
         if not valid:
             yield self.finding(
