@@ -42,6 +42,7 @@ from mcp_host_conformance.harness.explorer.scenario import (
     StepPlan,
     ToolPlan,
 )
+from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT
 
 __all__ = ["STEER", "Generator"]
 
@@ -77,20 +78,8 @@ HTTP_ONLY = {
 # The values that keep a whole server's tools from the model (by dimension): a server draws
 # one of them at most.
 HIDES = {
-    "failure": {
-        "over-1-mib-at-list",
-        "initialize-error",
-        "initialize-stalls",
-        "initialize-late",
-        "discovery-late",
-        "http-500-at-connect",
-        "rejects-401",
-        "redirects",
-        "untrusted-certificate",
-        "certificate-for-another-host",
-        "expired-certificate",
-        "exits-at-once",
-    },
+    # a server that fails at connect, or whose tools/list answer is over the message limit
+    "failure": {*FAILS_AT_CONNECT, "over-1-mib-at-list"},
     "tool-count": {"129"},
     "pages": {"17"},
     "definitions": {"65-kib"},

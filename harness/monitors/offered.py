@@ -620,7 +620,7 @@ def late_server_skipped(self: Monitor, observed: Observed) -> Iterator[Finding]:
         return
     sessions = _sessions(observed)
     for run in observed.runs:
-        connect = getattr(run.options, "connect_timeout", None)
+        connect = run.options.connect_timeout
         if connect is None:
             continue
         for served in late:

@@ -74,6 +74,12 @@ def _keeps_calling(turns: int = 1) -> Scenario:
     return Scenario(servers=(ServerPlan("docs"),), steps=(StepPlan("start"), *[turn] * turns))
 
 
+def _beside_a_healthy(failure: str) -> Scenario:
+    """A server failing so beside a healthy one, whose tool is called."""
+    servers = (ServerPlan("docs"), ServerPlan("notes", failure=failure))
+    return Scenario(servers=servers, steps=(StepPlan("start"), ASK))
+
+
 VALUES = {
     "configuration none-configured": (
         Scenario(
@@ -268,18 +274,12 @@ VALUES = {
     ),
     # beside a healthy server, one whose discovery answers come after the connect timeout
     "failure initialize-late": (
-        Scenario(
-            servers=(ServerPlan("docs"), ServerPlan("notes", failure="initialize-late")),
-            steps=(StepPlan("start"), ASK),
-        ),
+        _beside_a_healthy("initialize-late"),
         "ignores-connect-timeout",
         "DISC-3",
     ),
     "failure discovery-late": (
-        Scenario(
-            servers=(ServerPlan("docs"), ServerPlan("notes", failure="discovery-late")),
-            steps=(StepPlan("start"), ASK),
-        ),
+        _beside_a_healthy("discovery-late"),
         "timeout-per-request",
         "DISC-3",
     ),
