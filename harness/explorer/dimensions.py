@@ -25,7 +25,7 @@ class Dimension:
 
 DIMENSIONS: tuple[Dimension, ...] = (
     # -- servers and their configuration --
-    Dimension("servers", "how many servers are configured", ("1", "2", "3")),
+    Dimension("servers", "how many servers are configured", ("1", "2", "3", "4")),
     Dimension("transport", "how a server is reached", ("http", "https", "stdio")),
     Dimension(
         "address",

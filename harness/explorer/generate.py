@@ -87,6 +87,21 @@ HIDES = {
     "tool-name": {"65-characters"},
 }
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
+# The failures that show only at a call that reaches the server: a server drawing one is
+# offered whole (it draws no HIDES value), and the turns' calls seek it out (`_call`).
+AT_CALL = {
+    "http-500-at-call",
+    "http-404-at-call",
+    "session-lost-at-call",
+    "reset-after-call",
+    "close-after-call",
+    "garbage-at-call",
+    "over-1-mib-at-call",
+    "under-1-mib-at-call",
+    "polled-call",
+    "refused-resume",
+    "stdio-exits-at-call",
+}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
 SERVER_NAMES = ("docs", "notes", "files", "tickets")
 # the plain tools a server whose definitions are grown to a size has at least: the 65 KiB
@@ -105,6 +120,10 @@ class Generator:
         self._held: frozenset[str] = frozenset()
         self._clear: frozenset[str] = frozenset()  # dimensions drawn without HIDES's values
         self._forced: dict[str, str] = {}  # the one value that hides the server being made
+        # what the calls planned so far reach: a server's failure, timing and framing, a
+        # tool's reply (`_exercises`)
+        self.exercised = Visits()
+        self._reaching = True  # whether the scenario's calls can reach its servers
 
     def pick(self, name: str, allowed: Sequence[str] | None = None, held: bool = True) -> str:
         forced = self._forced.pop(name, None)
@@ -138,13 +157,16 @@ class Generator:
         for index, (name, kind) in enumerate(names):
             servers.append(self._server(index, name, kind, [n for n, _ in names if n != name]))
         servers = self._share_tools(servers)
+        # drawn before the calls: a host that starts with no servers configured reaches none
+        configuration = self._configuration()
+        self._reaching = configuration == "the-servers"
         steps = self._steps(servers)
         return Scenario(
             servers=tuple(servers),
             steps=tuple(steps),
             umask=self.pick("umask"),
             locale=self.pick("locale"),
-            configuration=self._configuration(),
+            configuration=configuration,
             connecting=self.pick("connecting"),
             tool_review=self.pick("tool-review"),
             first_sync=self.pick("first-sync"),
@@ -154,18 +176,27 @@ class Generator:
     def _configuration(self) -> str:
         # A host with none of its servers configured is a scenario whose servers and calls
         # go unused: a few are worth a visit, not a share of every three.
-        if self.rng.random() < CONFIGURED:
-            self._pending[("configuration", "the-servers")] += 1
-            return "the-servers"
-        return self.pick("configuration", ("none-configured", "all-removed"))
+        return self._now_and_then(
+            "configuration", "the-servers", 1 - CONFIGURED, ("none-configured", "all-removed")
+        )
 
     def _private_address(self) -> str:
         # a server the host must refuse, beside the scenario's own: a few scenarios in ten,
         # as a configuration with no servers, not one in every four
-        if self.rng.random() >= PRIVATE:
-            self._pending[("private-address", "none")] += 1
-            return "none"
-        return self.pick("private-address", ("literal", "a-name", "a-rebinding-name"))
+        return self._now_and_then(
+            "private-address", "none", PRIVATE, ("literal", "a-name", "a-rebinding-name")
+        )
+
+    def _now_and_then(self, name: str, usual: str, share: float, others: Sequence[str]) -> str:
+        """One of `others` in about `share` of the scenarios, else `usual`; a run that fell
+        a whole scenario behind that share takes one of `others` now (by chance alone, seed
+        2 made one host without its servers in 40 scenarios where 8 were due)."""
+        seen = sum(self.visits.count(name, v) for v in dimension(name).values)
+        due = (seen + 1) * share - (seen - self.visits.count(name, usual))
+        if due < 1 and self.rng.random() >= share:
+            self._pending[(name, usual)] += 1
+            return usual
+        return self.pick(name, others)
 
     # ---- servers ------------------------------------------------------------------------
 
@@ -184,16 +215,31 @@ class Generator:
         return found
 
     def _server(self, index: int, name: str, kind: str, others: list[str]) -> ServerPlan:
-        # the failure first, the transport it needs after: of the failure's many values,
-        # half need HTTP and a few stdio, and drawn within a transport drawn first, some
-        # were left unvisited within forty scenarios
-        if self.rng.random() < HEALTHY:
+        # At most one way to hide a server at a time: a server that fails at connect, or one
+        # over a limit, shows nothing of a second (a host that takes a schema over its limit
+        # shows it only when the server connects), and a failure at a call shows only on a
+        # server that is offered. So after the first, half the servers (`CLEAR`) show whole
+        # and the others hide in exactly one way, the least visited of them all, a failure
+        # at connect among them. The first server fails freely (a failure at connect takes a
+        # scenario's only server, as it should) but draws no limit-breaking value: a
+        # scenario of one server hidden by a limit ran no call at all.
+        self._clear = frozenset(d for d in HIDES if d != "failure")
+        showing = [v for v in dimension("failure").values if v not in HIDES["failure"]]
+        if index > 0 and self.rng.random() >= CLEAR:
+            self._forced = dict([self._least_visited_hiding()])
+            # a server hidden by a limit: no failure at a call either, which it never shows
+            quiet = [v for v in showing if v not in AT_CALL]
+            failure = self.pick("failure", None if "failure" in self._forced else quiet)
+        elif self.rng.random() < HEALTHY:
             failure = "none"
             self._pending[("failure", "none")] += 1
         else:
             # a scenario that holds the failure holds it for its first server, which keeps
             # the scenario's calls whole; the others fail freely
-            failure = self.pick("failure", held=index == 0)
+            failure = self.pick("failure", None if index == 0 else showing, held=index == 0)
+        # the failure first, the transport it needs after: of the failure's many values,
+        # half need HTTP and a few stdio, and drawn within a transport drawn first, some
+        # were left unvisited within forty scenarios
         transport = self.pick(
             "transport",
             ("http", "https")
@@ -202,23 +248,13 @@ class Generator:
             if failure in STDIO_ONLY
             else None,
         )
-        # At most one way to hide a server at a time: a server that fails at connect, or
-        # one over a limit, shows nothing of a second (a host that takes a schema over its
-        # limit shows it only when the server connects). The failure keeps its own share,
-        # drawn first: so many of its values need HTTP and hide the server that drawing it
-        # under the others left some unvisited within forty scenarios.
-        # The first server never draws one: a scenario of one server hidden by a limit ran
-        # no call at all, where only a failure at connect should take its only server.
-        self._clear = frozenset(d for d in HIDES if d != "failure")
-        if index > 0 and failure not in HIDES["failure"] and self.rng.random() >= CLEAR:
-            self._forced = dict([self._least_visited_hiding()])
         try:
             return self._server_drawn(index, name, kind, others, transport, failure)
         finally:
             self._clear, self._forced = frozenset(), {}
 
     def _least_visited_hiding(self) -> tuple[str, str]:
-        pairs = [(d, v) for d, values in HIDES.items() if d != "failure" for v in sorted(values)]
+        pairs = [(d, v) for d, values in HIDES.items() for v in sorted(values)]
         counts = {p: self.visits.count(*p) + self._pending.count(*p) for p in pairs}
         least = min(counts.values())
         return self.rng.choice([p for p in pairs if counts[p] == least])
@@ -234,7 +270,10 @@ class Generator:
             None if others else ("its-configured-name", "another-name"),
         )
         tools = self._tools(index, others)
-        count_kind = self.pick("tool-count")
+        # 17 pages of 128 tools are 129 tools at least: over two limits, not one
+        count_kind = self.pick(
+            "tool-count", ("1", "several") if self._forced.get("pages") == "17" else None
+        )
         filler = {"1": 0, "several": 0, "128": 128 - len(tools), "129": 129 - len(tools)}[
             count_kind
         ]
@@ -322,8 +361,16 @@ class Generator:
             return servers
         shared = servers[0].tools[0]
         second = servers[1]
-        tools = tuple(t for t in second.tools if t.name != shared.name)
-        servers[1] = ServerPlan(**{**second.__dict__, "tools": (shared, *tools)[:8]})
+        tools = (shared, *(t for t in second.tools if t.name != shared.name))
+        filler = second.filler
+        # the server's count stays as drawn: a server of 128 tools given one more had 129,
+        # over the limit, hiding a server that drew no value to hide it
+        if len(tools) > len(second.tools):
+            if filler:
+                filler -= 1
+            else:
+                tools = tools[: len(second.tools)]
+        servers[1] = ServerPlan(**{**second.__dict__, "tools": tools, "filler": filler})
         self._pending[("tool-name", "shared-by-two-servers")] += 1
         return servers
 
@@ -360,21 +407,20 @@ class Generator:
 
     def _ask(self, servers: list[ServerPlan]) -> StepPlan:
         turn = self.pick("model-turn")
-        tools = [(s.name, t.name) for s in servers for t in s.tools]
         calls: list[CallPlan] = []
         if turn == "one-call":
-            calls = [self._call(tools)]
+            calls = [self._call(servers)]
         elif turn in ("parallel-calls", "calls-in-sequence"):
-            calls = [self._call(tools) for _ in range(self.rng.randint(2, 3))]
+            calls = [self._call(servers) for _ in range(self.rng.randint(2, 3))]
         elif turn == "seventeen-calls":
-            calls = [self._call(tools) for _ in range(17)]
+            calls = [self._call(servers) for _ in range(17)]
         elif turn == "keeps-calling":
             # a model in a loop: the same one or two calls again and again, as models that
             # page through a tool or retry it do
-            loop = [self._call(tools) for _ in range(self.rng.randint(1, 2))]
+            loop = [self._call(servers) for _ in range(self.rng.randint(1, 2))]
             calls = [loop[n % len(loop)] for n in range(KEEPS_CALLING)]
         elif turn == "the-same-call-twice":
-            call = self._call(tools)
+            call = self._call(servers)
             calls = [call, call]
         elif turn == "a-tool-never-offered":
             calls = [CallPlan(None, None, self.pick("arguments"))]
@@ -401,6 +447,45 @@ class Generator:
     def _answer(self) -> str:
         return "y" if self.rng.random() < 0.5 else self.pick("answer")
 
-    def _call(self, tools: list[tuple[str, str]]) -> CallPlan:
+    def _call(self, servers: list[ServerPlan]) -> CallPlan:
+        # Drawn over every tool alike, two calls in three went to a server hidden by a
+        # failure at connect or a limit, and a failure, a reply or a timing that shows only
+        # at a call was drawn and never reached (of the failures at a call, 2 to 4 of 11
+        # within 20 scenarios): most calls (`STEER`) go to an offered tool whose server and
+        # reply the planned calls have reached least; the rest to any tool, the model's
+        # call of a tool the host did not offer among them.
+        tools = [(s, t) for s in servers for t in s.tools]
+        offered = [(s, t) for s, t in tools if not _hidden(s)]
+        if offered and self.rng.random() < STEER:
+            reached = {
+                (s.name, t.name): min(self.exercised.count(*p) for p in _exercises(s, t))
+                for s, t in offered
+            }
+            least = min(reached.values())
+            tools = [(s, t) for s, t in offered if reached[(s.name, t.name)] == least]
         server, tool = self.rng.choice(tools)
-        return CallPlan(server, tool, self.pick("arguments"))
+        if self._reaching:
+            self.exercised.add(_exercises(server, tool))
+        return CallPlan(server.name, tool.name, self.pick("arguments"))
+
+
+def _hidden(server: ServerPlan) -> bool:
+    """Whether a value of the server keeps its tools from the model (HIDES)."""
+    drawn = set(Scenario(servers=(server,), steps=()).visits())
+    return any((d, v) in drawn for d, values in HIDES.items() for v in values)
+
+
+def _exercises(server: ServerPlan, tool: ToolPlan) -> list[tuple[str, str]]:
+    """The values a call of `tool` that reaches `server` shows."""
+    framing = (
+        ("transport", "stdio")
+        if server.transport == "stdio"
+        else ("http-answers", server.http_answers)
+    )
+    return [
+        ("failure", server.failure),
+        ("timing", server.timing),
+        ("tools-change", server.tools_change),
+        ("reply", tool.reply),
+        framing,
+    ]

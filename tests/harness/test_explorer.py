@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_host_conformance.harness.cases.timeline import approves
 from mcp_host_conformance.harness.explorer.arguments import call_arguments
 from mcp_host_conformance.harness.explorer.dimensions import DIMENSIONS, Visits
-from mcp_host_conformance.harness.explorer.generate import Generator
+from mcp_host_conformance.harness.explorer.generate import AT_CALL, HIDES, Generator
 from mcp_host_conformance.harness.explorer.scenario import (
     MAX_FILE,
     CallPlan,
@@ -60,6 +61,70 @@ def test_every_call_of_a_long_turn_may_be_answered_yes():
     assert yes_to_all
     visited = Scenario(servers=(ServerPlan("docs"),), steps=(yes_to_all[0],)).visits()
     assert ("answer-sequence", "yes-to-every-call") in set(visited)
+
+
+def _hiding(server: ServerPlan) -> set[tuple[str, str]]:
+    drawn = set(Scenario(servers=(server,), steps=()).visits())
+    return {(d, v) for d, values in HIDES.items() for v in values if (d, v) in drawn}
+
+
+def test_a_server_hides_in_one_way_at_most():
+    """A failure at connect or a limit keeps a server's tools from the model; a second way
+    shows nothing more, and a failure at a call shows only on a server that is offered."""
+    for seed in (1, 2, 3):
+        for scenario in _scenarios(seed, 40):
+            for index, server in enumerate(scenario.servers):
+                ways = _hiding(server)
+                assert len(ways) <= 1, ways
+                if server.failure in AT_CALL or index == 0:
+                    assert {d for d, _ in ways} <= {"failure"}, ways
+
+
+def test_a_tool_shared_by_two_servers_keeps_the_second_server_s_count():
+    """A server of 128 tools given the first server's tool had 129, over the limit."""
+    for scenario in [s for seed in (1, 2, 3, 4) for s in _scenarios(seed, 40)]:
+        if (
+            len(scenario.servers) < 2
+            or scenario.servers[0].tools[0] not in scenario.servers[1].tools
+        ):
+            continue
+        visited = set(Scenario(servers=scenario.servers[1:2], steps=()).visits())
+        if ("tool-count", "129") in visited:
+            assert ("tool-count", "129") in _hiding(scenario.servers[1])
+
+
+def _reached_at_a_call(scenario: Scenario) -> set[str]:
+    """The failures at a call that a call the person approves, with arguments its schema
+    may accept, brings to an offered server."""
+    if scenario.configuration != "the-servers":
+        return set()
+    reached = set()
+    for step in scenario.steps:
+        for call, answer in zip(step.calls, step.answers, strict=False):
+            server = scenario.server(call.server)
+            if (
+                server is not None
+                and server.failure in AT_CALL
+                and not _hiding(server)
+                and approves(answer)
+                and call.arguments not in ("a-wrong-type", "not-json")
+            ):
+                reached.add(server.failure)
+    return reached
+
+
+def test_the_calls_reach_the_failures_that_show_only_at_a_call():
+    """Drawn over every tool alike, two calls in three went to a server hidden by a failure
+    at connect or a limit: of the failures at a call, the first 20 scenarios of seeds 1 to
+    10 brought 42 of 110 (11 values a seed) to a call; calls steered to the offered tools
+    their planned calls reached least bring 69."""
+    reached = 0
+    for seed in range(1, 11):
+        found: set[str] = set()
+        for scenario in _scenarios(seed, 20):
+            found |= _reached_at_a_call(scenario)
+        reached += len(found)
+    assert reached >= 60
 
 
 def test_the_same_seed_makes_the_same_scenarios():
