@@ -21,12 +21,17 @@ the least-visited values, a value that keeps a whole server's tools from the mod
 a failure at connect or at `tools/list`, a count, a page count, a size or a name past a
 limit) came in four servers of five, often several at once: a scenario whose every server
 is hidden puts no call through to any, and a host that takes a schema over its limit shows
-it only when the server otherwise connects. So a server that fails at connect draws no other
-such value, and of the rest after the first about half (`CLEAR`) draw none and the others
-exactly one, the least visited; the first server draws none, and a scenario that holds the
-failure (swarm testing, above) holds it for the first server only. A clear server still
-draws the values at the limits' near side (128 tools, 16 pages, 63 KiB, a 15 KiB schema),
-which is where a host that counts wrong shows it.
+it only when the server otherwise connects. So after the first server half (`CLEAR`) draw
+none and the others exactly one, the least visited, a failure at connect among them; the
+first server fails freely but draws no limit-breaking value, and a scenario that holds the
+failure (swarm testing, above) holds it for the first server only. A failure that shows at
+a call (`AT_CALL`) is never drawn beside a hiding value. A clear server still draws the
+values at the limits' near side (128 tools, 16 pages, 63 KiB, a 15 KiB schema), which is
+where a host that counts wrong shows it.
+
+And the calls go where the values are: most go to an offered tool whose server and reply
+the calls planned so far reached least (`_call`), so a failure, a timing or a reply that
+shows only at a call is reached, not only drawn.
 """
 
 from __future__ import annotations
