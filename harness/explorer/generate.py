@@ -274,7 +274,7 @@ class Generator:
             "calls-itself",
             None if others else ("its-configured-name", "another-name"),
         )
-        tools = self._tools(index, others)
+        tools = self._tools(index, others, secret=credential != "none")
         # 17 pages of 128 tools are 129 tools at least: over two limits, not one
         count_kind = self.pick(
             "tool-count", ("1", "several") if self._forced.get("pages") == "17" else None
@@ -332,7 +332,12 @@ class Generator:
             total += 1
         return size, filler
 
-    def _tools(self, index: int, others: list[str]) -> list[ToolPlan]:
+    def _tools(self, index: int, others: list[str], secret: bool) -> list[ToolPlan]:
+        # a server configured with no secret has none to echo: its tool would answer plain
+        # text, a visit of `echoes-its-secret` that shows nothing
+        replies = (
+            None if secret else [v for v in dimension("reply").values if v != "echoes-its-secret"]
+        )
         found: list[ToolPlan] = []
         for n in range(self.rng.randint(1, 3)):
             kind = self.pick(
@@ -355,7 +360,7 @@ class Generator:
                     description=self.pick("description"),
                     schema=self.pick("schema"),
                     annotations=self.pick("annotations"),
-                    reply=self.pick("reply"),
+                    reply=self.pick("reply", replies),
                 )
             )
         return found

@@ -93,6 +93,19 @@ def test_a_tool_shared_by_two_servers_keeps_the_second_server_s_count():
             assert ("tool-count", "129") in _hiding(scenario.servers[1])
 
 
+def test_a_tool_echoes_a_secret_only_where_its_server_has_one():
+    """Without a secret, `echoes-its-secret` answers plain text: visited, never shown."""
+    echoing = [
+        server
+        for seed in (1, 2, 3)
+        for scenario in _scenarios(seed, 40)
+        for server in scenario.servers
+        if any(t.reply == "echoes-its-secret" for t in server.tools)
+    ]
+    assert echoing
+    assert all(server.credential != "none" for server in echoing)
+
+
 def _reached_at_a_call(scenario: Scenario) -> set[str]:
     """The failures at a call that a call the person approves, with arguments its schema
     may accept, brings to an offered server."""
