@@ -172,7 +172,8 @@ class Generator:
             umask=self.pick("umask"),
             locale=self.pick("locale"),
             configuration=configuration,
-            connecting=self.pick("connecting"),
+            # one server has none to wait for: the world answers it at once
+            connecting=self.pick("connecting", None if len(servers) > 1 else ("at-once",)),
             tool_review=self.pick("tool-review"),
             first_sync=self.pick("first-sync"),
             private_address=self._private_address(),
@@ -310,7 +311,13 @@ class Generator:
             definitions=definitions,
             timing=self.pick("timing"),
             failure=failure,
-            tools_change=self.pick("tools-change"),
+            # a server of one tool has none to list later: `a-tool-appears` would show nothing
+            tools_change=self.pick(
+                "tools-change",
+                None
+                if len(tools) > 1
+                else [v for v in dimension("tools-change").values if v != "a-tool-appears"],
+            ),
         )
 
     def _pages(self, total: int, filler: int) -> tuple[int | None, int]:

@@ -93,17 +93,20 @@ def test_a_tool_shared_by_two_servers_keeps_the_second_server_s_count():
             assert ("tool-count", "129") in _hiding(scenario.servers[1])
 
 
-def test_a_tool_echoes_a_secret_only_where_its_server_has_one():
-    """Without a secret, `echoes-its-secret` answers plain text: visited, never shown."""
-    echoing = [
-        server
-        for seed in (1, 2, 3)
-        for scenario in _scenarios(seed, 40)
-        for server in scenario.servers
-        if any(t.reply == "echoes-its-secret" for t in server.tools)
-    ]
-    assert echoing
+def test_a_value_is_drawn_only_where_it_can_show():
+    """A tool that echoes its secret on a server with none answers plain text; a tool that
+    appears later on a server of one tool has none to appear; servers that answer
+    initialize once all are contacted, alone, wait for nobody: each a visit that shows
+    nothing."""
+    scenarios = [s for seed in (1, 2, 3) for s in _scenarios(seed, 40)]
+    servers = [server for scenario in scenarios for server in scenario.servers]
+    echoing = [s for s in servers if any(t.reply == "echoes-its-secret" for t in s.tools)]
+    appearing = [s for s in servers if s.tools_change == "a-tool-appears"]
+    waiting = [s for s in scenarios if s.connecting == "once-every-server-is-contacted"]
+    assert echoing and appearing and waiting
     assert all(server.credential != "none" for server in echoing)
+    assert all(len(server.tools) > 1 for server in appearing)
+    assert all(len(scenario.servers) > 1 for scenario in waiting)
 
 
 def _reached_at_a_call(scenario: Scenario) -> set[str]:
