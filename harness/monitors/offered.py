@@ -382,19 +382,24 @@ def _not_offering(
 @monitor(
     "healthy-beside-failed",
     "DISC-4 STDIO-6",
-    "in a session where a configured server failed at discovery, every healthy server that "
-    "was listed has its tools offered in each model request (STDIO-6 when the failed one is "
-    "a stdio server)",
+    "in a session where a configured server failed at discovery (or answered it only after "
+    "the start's connect timeout), every healthy server that was listed has its tools "
+    "offered in each model request (STDIO-6 when the failed one is a stdio server)",
     unless=("pinning", "instruction-flagging"),
 )
 def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding]:
     configured = [s for s in observed.served if s.names]
-    failed = [s for s in configured if _failing_at_discovery(s)]
+    failing = [s for s in configured if _failing_at_discovery(s)]
     healthy = [s for s in configured if _healthy(s) and s.requests("tools/list") and s.tools()]
-    if not failed or not healthy:
+    if not healthy:
         return
-    rule = "STDIO-6" if all(s.stdio for s in failed) else "DISC-4"
+    timeouts = {run.number: run.options.connect_timeout for run in observed.runs}
     for run, requests in _sessions(observed).items():
+        # a server that answers after the start's connect timeout failed in that session
+        failed = failing + [s for s in configured if _late(s, timeouts.get(run))]
+        if not failed:
+            continue
+        rule = "STDIO-6" if all(s.stdio for s in failed) else "DISC-4"
         listed = _listed_at(observed, run)
         for served in healthy:
             if served not in listed or _specific(served, listed) is not None:
@@ -475,8 +480,11 @@ def _offerable(served: Served) -> bool:
 def listed_servers_offered(self: Monitor, observed: Observed) -> Iterator[Finding]:
     # Beside a server that failed, a server kept out for no reason of its own is
     # healthy-beside-failed's (DISC-4, STDIO-6).
-    failed = any(_failing_at_discovery(s) for s in observed.served if s.names)
+    configured = [s for s in observed.served if s.names]
+    failing = any(_failing_at_discovery(s) for s in configured)
+    timeouts = {run.number: run.options.connect_timeout for run in observed.runs}
     for run, requests in _sessions(observed).items():
+        failed = failing or any(_late(s, timeouts.get(run)) for s in configured)
         listed = _listed_at(observed, run)
         for served in listed:
             if not _offerable(served):
@@ -608,6 +616,12 @@ def _held_back(served: Served) -> float:
     return float(delays.get("initialize", 0.0)) + float(delays.get("tools/list", 0.0))
 
 
+def _late(served: Served, connect: float | None) -> bool:
+    """Whether `served` answered its discovery after a start's connect timeout, whatever
+    the machine's speed."""
+    return connect is not None and _held_back(served) >= connect * LATE_MARGIN
+
+
 @monitor(
     "late-server-skipped",
     "DISC-3",
@@ -621,12 +635,10 @@ def late_server_skipped(self: Monitor, observed: Observed) -> Iterator[Finding]:
     sessions = _sessions(observed)
     for run in observed.runs:
         connect = run.options.connect_timeout
-        if connect is None:
-            continue
         for served in late:
-            held = _held_back(served)
-            if held < connect * LATE_MARGIN:
+            if not _late(served, connect):
                 continue
+            held = _held_back(served)
             offering = [
                 r
                 for r in sessions.get(run.number, [])

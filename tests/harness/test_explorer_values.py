@@ -74,9 +74,12 @@ def _keeps_calling(turns: int = 1) -> Scenario:
     return Scenario(servers=(ServerPlan("docs"),), steps=(StepPlan("start"), *[turn] * turns))
 
 
-def _beside_a_healthy(failure: str) -> Scenario:
-    """A server failing so beside a healthy one, whose tool is called."""
+def _beside_a_healthy(failure: str, first: bool = False) -> Scenario:
+    """A server failing so beside a healthy one, whose tool is called; `first`: the failing
+    one configured first."""
     servers = (ServerPlan("docs"), ServerPlan("notes", failure=failure))
+    if first:
+        servers = servers[::-1]
     return Scenario(servers=servers, steps=(StepPlan("start"), ASK))
 
 
@@ -282,6 +285,12 @@ VALUES = {
         _beside_a_healthy("discovery-late"),
         "timeout-per-request",
         "DISC-3",
+    ),
+    # a server that answers too late has failed: the healthy one configured after it works
+    "failure initialize-late before a healthy server": (
+        _beside_a_healthy("initialize-late", first=True),
+        "stops-at-first-failure",
+        "DISC-4",
     ),
     # TURN-1's limit from both sides: up to 16 calls run, then the host ends the turn
     "model-turn keeps-calling": (_keeps_calling(), "stops-at-15-calls", "TURN-1"),
