@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from mcp_host_conformance.harness.explorer.dimensions import Visits, dimension
 from mcp_host_conformance.harness.explorer.scenario import (
@@ -378,6 +379,8 @@ class Generator:
             return servers
         shared = servers[0].tools[0]
         second = servers[1]
+        if shared.reply == "echoes-its-secret" and second.credential == "none":
+            shared = replace(shared, reply="text")  # its definition is the same, not its answer
         tools = (shared, *(t for t in second.tools if t.name != shared.name))
         filler = second.filler
         # the server's count stays as drawn: a server of 128 tools given one more had 129,
@@ -481,15 +484,32 @@ class Generator:
             least = min(reached.values())
             tools = [(s, t) for s, t in offered if reached[(s.name, t.name)] == least]
         server, tool = self.rng.choice(tools)
+        arguments = self._arguments(tool)
         if self._reaching:
-            self.exercised.add(_exercises(server, tool))
-        return CallPlan(server.name, tool.name, self.pick("arguments"))
+            self.exercised.add([*_exercises(server, tool), _with_schema(tool, arguments)])
+        return CallPlan(server.name, tool.name, arguments)
+
+    def _arguments(self, tool: ToolPlan) -> str:
+        # Arguments are judged against the called tool's schema: an extra member is wrong
+        # only where the schema is closed, a boolean passes for an integer only where one
+        # is wanted. The pair is what a host branches on, so of the values the pairs with
+        # this schema reached least, the least visited.
+        if "arguments" in self._held:
+            return self.pick("arguments")
+        values = dimension("arguments").values
+        reached = {v: self.exercised.count(*_with_schema(tool, v)) for v in values}
+        least = min(reached.values())
+        return self.pick("arguments", [v for v in values if reached[v] == least])
 
 
 def _hidden(server: ServerPlan) -> bool:
     """Whether a value of the server keeps its tools from the model (HIDES)."""
     drawn = set(Scenario(servers=(server,), steps=()).visits())
     return any((d, v) in drawn for d, values in HIDES.items() for v in values)
+
+
+def _with_schema(tool: ToolPlan, arguments: str) -> tuple[str, str]:
+    return f"arguments for {tool.schema}", arguments
 
 
 def _exercises(server: ServerPlan, tool: ToolPlan) -> list[tuple[str, str]]:
