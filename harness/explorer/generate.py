@@ -390,7 +390,7 @@ class Generator:
                 filler -= 1
             else:
                 tools = tools[: len(second.tools)]
-        servers[1] = ServerPlan(**{**second.__dict__, "tools": tools, "filler": filler})
+        servers[1] = replace(second, tools=tools, filler=filler)
         self._pending[("tool-name", "shared-by-two-servers")] += 1
         return servers
 
