@@ -402,9 +402,11 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
         rule = "STDIO-6" if all(s.stdio for s in failed) else "DISC-4"
         listed = _listed_at(observed, run)
         for served in healthy:
-            if served not in listed or _specific(served, listed) is not None:
-                continue  # not listed, or kept out by a limit misapplied: listed-servers-offered
+            if served not in listed:
+                continue
             missing = _not_offering(observed, served, requests)
+            if missing and _specific(served, listed, _offered_in(observed, missing[0])):
+                continue  # a limit misapplied would keep it out: listed-servers-offered's
             if missing:
                 yield self.finding(
                     rule,
@@ -415,26 +417,45 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
                 return
 
 
-def _specific(served: Served, listed: list[Served]) -> tuple[str, str] | None:
-    """(rule, why) when a host that kept `served` (within every discovery limit) from the
-    model broke a limit's own rule: by applying the limit to what the servers it registered
-    (`listed`, none failing at discovery) list together, or by reading 1 MiB as a million
-    bytes."""
+def _specific(
+    served: Served, listed: list[Served], offered: list[Served] | None = None
+) -> list[tuple[str, str]]:
+    """The (rule, why) of each limit's own rule that a host keeping `served` (within every
+    discovery limit) from the model may have broken: by applying the limit to what servers
+    list together, or by reading 1 MiB as a million bytes. Together: `served` and the
+    servers `offered` beside it in the request that left it out, when known (a host that
+    counts over its servers keeps them under the limit and leaves out the one that would
+    pass it; one that offers nothing at all misapplied no limit), else every server
+    `listed` (none failing at discovery). More than one: not told apart."""
     bad = served.mock.spec.misbehaviour
     if bad.oversize_at in ("initialize", "tools/list") and bad.oversize_bytes > MEGABYTE:
-        return "NET-4", f"its {bad.oversize_at} answer is {bad.oversize_bytes} B, under 1 MiB"
+        return [("NET-4", f"its {bad.oversize_at} answer is {bad.oversize_bytes} B, under 1 MiB")]
     if len(listed) < 2:
-        return None
-    tools = sum(len(s.mock.spec.tools) for s in listed)
+        return []
+    together = listed if offered is None else [*(s for s in offered if s is not served), served]
+    found = []
+    tools = sum(len(s.mock.spec.tools) for s in together)
     if tools > MAX_TOOLS:
-        return "DISC-7", f"the servers list {tools} tools together, each at most {MAX_TOOLS}"
-    pages = sum(_pages(len(s.mock.spec.tools), s.mock.spec.page_size) for s in listed)
+        found.append(
+            ("DISC-7", f"the servers list {tools} tools together, each at most {MAX_TOOLS}")
+        )
+    pages = sum(_pages(len(s.mock.spec.tools), s.mock.spec.page_size) for s in together)
     if pages > MAX_PAGES:
-        return "DISC-6", f"the servers' tools/list take {pages} pages together"
-    total = sum(_sizes(s)[1] for s in listed)
+        found.append(("DISC-6", f"the servers' tools/list take {pages} pages together"))
+    total = sum(_sizes(s)[1] for s in together)
     if total > DEFINITIONS_LIMIT + MARGIN // 2:
-        return "DISC-9", f"the servers' definitions total {total} B together, each under 64 KiB"
-    return None
+        found.append(
+            ("DISC-9", f"the servers' definitions total {total} B together, each under 64 KiB")
+        )
+    return found
+
+
+def _offered_in(observed: Observed, request: ModelRequest) -> list[Served]:
+    found: list[Served] = []
+    for _f, served, _t, _ns in _mcp_offers(observed, request):
+        if not any(s is served for s in found):
+            found.append(served)
+    return found
 
 
 def _listed_at(observed: Observed, run: int) -> list[Served]:
@@ -489,19 +510,20 @@ def listed_servers_offered(self: Monitor, observed: Observed) -> Iterator[Findin
         for served in listed:
             if not _offerable(served):
                 continue
-            specific = _specific(served, listed)
-            if specific is None and failed:
-                continue
             missing = _not_offering(observed, served, requests)
-            if missing:
-                rule, why = specific or ("EXP-1", "nothing kept it out")
-                yield self.finding(
-                    rule,
-                    f"{served.label}, within every discovery limit and listed at the start, "
-                    "has its tools offered",
-                    f"none of its tools offered in model request {missing[0].index + 1} ({why})",
-                )
-                return
+            if not missing:
+                continue
+            specific = _specific(served, listed, _offered_in(observed, missing[0]))
+            if len(specific) > 1 or (not specific and failed):
+                continue
+            rule, why = specific[0] if specific else ("EXP-1", "nothing kept it out")
+            yield self.finding(
+                rule,
+                f"{served.label}, within every discovery limit and listed at the start, "
+                "has its tools offered",
+                f"none of its tools offered in model request {missing[0].index + 1} ({why})",
+            )
+            return
 
 
 def _barriers(observed: Observed) -> list[Any]:
@@ -550,7 +572,7 @@ def connected_in_parallel(self: Monitor, observed: Observed) -> Iterator[Finding
                 )
                 if not contacted or not _healthy(served, held=True):
                     continue
-                if _specific(served, _listed_at(observed, start.run)) is not None:
+                if _specific(served, _listed_at(observed, start.run)):
                     continue  # a misapplied limit would keep it out as well: not told apart
                 missing = _not_offering(observed, served, sessions.get(start.run, []))
                 if missing:

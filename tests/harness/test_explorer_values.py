@@ -292,6 +292,20 @@ VALUES = {
         "stops-at-first-failure",
         "DISC-4",
     ),
+    # a host that drops every server when one fails keeps out servers that list 150 tools
+    # together: DISC-4's, not a tool limit counted over them all (it offers none at all)
+    "failure http-500-at-connect beside 150 tools": (
+        Scenario(
+            servers=(
+                ServerPlan("docs", filler=99),
+                ServerPlan("notes", filler=49),
+                ServerPlan("files", failure="http-500-at-connect"),
+            ),
+            steps=(StepPlan("start"), ASK),
+        ),
+        "drops-all-servers-on-5xx",
+        "DISC-4",
+    ),
     # TURN-1's limit from both sides: up to 16 calls run, then the host ends the turn
     "model-turn keeps-calling": (_keeps_calling(), "stops-at-15-calls", "TURN-1"),
     "model-turn keeps-calling, a second turn": (_keeps_calling(2), "limit-per-session", "TURN-1"),
