@@ -71,30 +71,53 @@ def _unapproved(observed: Observed, counted: bool) -> Iterator[tuple[int, Served
 )
 def calls_wait_for_approval(self: Monitor, observed: Observed) -> Iterator[Finding]:
     for index, served, entry, before in _unapproved(observed, counted=False):
-        tool = served.tool_of(entry)
-        what = f"{served.label}/{tool}"
-        yield self.finding(
-            "APR-1",
-            "every MCP call waits for its own approval: nothing reaches the server before it",
-            f"call number {index + 1} ({what}) reached the server after {before} approval "
-            "prompt(s) had been answered",
+        yield from _without_a_prompt(
+            self,
+            served,
+            entry,
+            f"call number {index + 1} ({served.label}/{served.tool_of(entry)}) reached the "
+            f"server after {before} approval prompt(s) had been answered",
         )
-        annotated = next((t for t in served.tools() if t.name == tool and t.annotations), None)
-        if annotated is not None:
-            yield self.finding(
-                "APR-3",
-                "annotations never skip the approval",
-                f"{what}, annotated {_shown(annotated.annotations)}, was called without one",
-            )
         return  # the first is enough: every later count is off by the same call
+
+
+def _without_a_prompt(self: Monitor, served: Served, entry: Entry, why: str) -> Iterator[Finding]:
+    """APR-1 for a call sent without its own approval, and APR-3 when its tool carries
+    annotations."""
+    tool = served.tool_of(entry)
+    yield self.finding(
+        "APR-1",
+        "every MCP call waits for its own approval: nothing reaches the server before it",
+        why,
+    )
+    annotated = next((t for t in served.tools() if t.name == tool and t.annotations), None)
+    if annotated is not None:
+        yield self.finding(
+            "APR-3",
+            "annotations never skip the approval",
+            f"{served.label}/{tool}, annotated {_shown(annotated.annotations)}, was called "
+            "without one",
+        )
+
+
+def _asked_at(observed: Observed, served: Served, entry: Entry) -> float | None:
+    """When the model asked for the call `entry` (the k-th call of its tool at `served` is
+    the model's k-th call of it), or None when the model asked for fewer."""
+    tool = served.tool_of(entry)
+    sent = [e for e in served.requests("tools/call") if served.tool_of(e) == tool]
+    asked = [c for c in observed.model_calls if c.served is served and c.tool == tool]
+    k = next((i for i, e in enumerate(sent) if e is entry), len(sent))
+    return observed.requests[asked[k].request].time if k < len(asked) else None
 
 
 @monitor(
     "refusal-sends-nothing",
-    "APR-2 APR-1",
+    "APR-2 APR-1 APR-3",
     "the n-th tools/call arrived after n answers that were not a refusal (an empty answer, "
-    "`n` or anything but yes denies); APR-2 when the last answer before it was a refusal, "
-    "APR-1 when it was a yes another call had already used",
+    "`n` or anything but yes denies); APR-2 when the last answer before it was a refusal of "
+    "a call the model had asked for by then, APR-1 when it was a yes another call had "
+    "already used or the model asked for the call only after it (APR-3 as well when its "
+    "tool carries annotations)",
 )
 def refusal_sends_nothing(self: Monitor, observed: Observed) -> Iterator[Finding]:
     if next(_unapproved(observed, counted=False), None) is not None:
@@ -111,6 +134,18 @@ def refusal_sends_nothing(self: Monitor, observed: Observed) -> Iterator[Finding
                 "every MCP call waits for its own approval",
                 f"{what} reached the server with only {before} approving answer(s) before it: "
                 "the last answer before it was a yes another call had already used",
+            )
+            return
+        asked = _asked_at(observed, served, entry)
+        if last and asked is not None and asked > last[0].ended:
+            # the model asked for it after the refusal: that refusal was another call's,
+            # and this one was sent with no prompt of its own
+            yield from _without_a_prompt(
+                self,
+                served,
+                entry,
+                f"{what} reached the server with no prompt answered since the model asked for "
+                f"it (the last answer before it, a refusal, came earlier)",
             )
             return
         refused = [repr(m.text) for m in answers if denies(m.text)]
