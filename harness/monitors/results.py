@@ -28,6 +28,7 @@ from mcp_host_conformance.harness.cases.observe import (
     stated_status,
 )
 from mcp_host_conformance.harness.cases.profile_support import untrusted_marking
+from mcp_host_conformance.harness.cases.timeline import denies
 from mcp_host_conformance.harness.monitors.observed import Called, Observed, Served
 from mcp_host_conformance.harness.monitors.offered import MEGABYTE
 from mcp_host_conformance.harness.monitors.registry import Monitor, monitor
@@ -267,6 +268,7 @@ def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]
     outputs = _outputs(observed)
     reported: set[str] = set()
     cancels = [m.began for m in observed.of("cancel")]
+    refused = any(denies(m.text) for m in observed.of("approval"))
     for call, served, tool, entry in paired(observed):
         why = _unknowable(served, tool)
         if why is None or call.call_id not in outputs:
@@ -277,6 +279,8 @@ def unknown_told_unknown(self: Monitor, observed: Observed) -> Iterator[Finding]
         said = stated_status(outputs[call.call_id])
         if said == "unknown" or rule in reported:
             continue
+        if said == "denied" and refused:
+            continue  # a refused call that was sent anyway: refusal-sends-nothing's (APR-2)
         reported.add(rule)
         yield self.finding(
             rule,

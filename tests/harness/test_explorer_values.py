@@ -501,25 +501,29 @@ def test_a_server_over_a_limit_once_its_tools_changed_is_not_judged_healthy(
 
 
 @pytest.mark.parametrize(
-    "client, failed, kept",
+    "client, failure, failed, kept",
     [
         # sent with no prompt of its own in a turn after one whose call the person refused
-        ("skips-approval-readonly", {"APR-1", "APR-3"}, {"APR-2"}),
+        ("skips-approval-readonly", "none", {"APR-1", "APR-3"}, {"APR-2"}),
         # the refused call itself, sent in the next turn
-        ("sends-denied-call-later", {"APR-2"}, set()),
+        ("sends-denied-call-later", "none", {"APR-2"}, set()),
+        # and ending unknown there: the model was rightly told `denied`
+        ("sends-denied-call-later", "http-500-at-call", {"APR-2"}, {"RES-7"}),
     ],
 )
 def test_a_refusal_is_charged_only_for_a_call_asked_for_before_it(
-    client: str, failed: set[str], kept: set[str], tmp_path: Path
+    client: str, failure: str, failed: set[str], kept: set[str], tmp_path: Path
 ) -> None:
     """A refusal given before the model asked for a call was another call's: a call sent
     after it without a prompt of its own is APR-1's (and APR-3's for an annotated tool),
-    where the count of answers alone charged APR-2."""
+    where the count of answers alone charged APR-2. A refused call sent anyway is APR-2's,
+    not a result misreported (RES-7 was charged as well)."""
     tools = (ToolPlan("query"), ToolPlan("lookup", annotations="read-only"))
     refused = StepPlan("ask", calls=(CallPlan("docs", "query"),), answers=("n",))
     later = StepPlan("ask", calls=(CallPlan("docs", "lookup"),), answers=("y",))
     scenario = Scenario(
-        servers=(ServerPlan("docs", tools=tools),), steps=(StepPlan("start"), refused, later)
+        servers=(ServerPlan("docs", tools=tools, failure=failure),),
+        steps=(StepPlan("start"), refused, later),
     )
     _status, report = _replay(client, scenario, tmp_path)
     assert failed <= _failed(report) and not kept & _failed(report), _failed(report)
