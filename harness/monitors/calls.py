@@ -53,6 +53,23 @@ def _approval_times(observed: Observed, counted: bool) -> list[float]:
     return sorted(m.ended for m in observed.of("approval") if not counted or not denies(m.text))
 
 
+def _resent(observed: Observed) -> set[int]:
+    """The id() of each tools/call a server received beyond the model's calls of its tool
+    there: a resend (RETRY-1's, and APR-1's: no approval of its own), whose tool's
+    annotations had nothing to do with it. None for a tool the model's calls could not be
+    tied to (a name the host changed)."""
+    found: set[int] = set()
+    for served in observed.served:
+        sent: dict[str | None, list[Entry]] = {}
+        for entry in served.requests("tools/call"):
+            sent.setdefault(served.tool_of(entry), []).append(entry)
+        for tool, entries in sent.items():
+            asked = sum(1 for c in observed.model_calls if c.served is served and c.tool == tool)
+            if asked:
+                found.update(id(e) for e in entries[asked:])
+    return found
+
+
 def _unapproved(observed: Observed, counted: bool) -> Iterator[tuple[int, Served, Entry, int]]:
     """(index, server, call, answers before it) of each call that arrived before enough
     answers (any answer; with `counted`, answers that were not a refusal)."""
@@ -77,13 +94,16 @@ def calls_wait_for_approval(self: Monitor, observed: Observed) -> Iterator[Findi
             entry,
             f"call number {index + 1} ({served.label}/{served.tool_of(entry)}) reached the "
             f"server after {before} approval prompt(s) had been answered",
+            annotations=id(entry) not in _resent(observed),
         )
         return  # the first is enough: every later count is off by the same call
 
 
-def _without_a_prompt(self: Monitor, served: Served, entry: Entry, why: str) -> Iterator[Finding]:
+def _without_a_prompt(
+    self: Monitor, served: Served, entry: Entry, why: str, annotations: bool = True
+) -> Iterator[Finding]:
     """APR-1 for a call sent without its own approval, and APR-3 when its tool carries
-    annotations."""
+    annotations (and they may be why: `annotations`)."""
     tool = served.tool_of(entry)
     yield self.finding(
         "APR-1",
@@ -91,7 +111,7 @@ def _without_a_prompt(self: Monitor, served: Served, entry: Entry, why: str) -> 
         why,
     )
     annotated = next((t for t in served.tools() if t.name == tool and t.annotations), None)
-    if annotated is not None:
+    if annotations and annotated is not None:
         yield self.finding(
             "APR-3",
             "annotations never skip the approval",

@@ -527,3 +527,15 @@ def test_a_refusal_is_charged_only_for_a_call_asked_for_before_it(
     )
     _status, report = _replay(client, scenario, tmp_path)
     assert failed <= _failed(report) and not kept & _failed(report), _failed(report)
+
+
+def test_a_call_sent_again_is_not_charged_to_its_tool_s_annotations(tmp_path: Path) -> None:
+    """A host that sends an approved call of a read-only tool again after its session was
+    lost sends it with no approval of its own (RETRY-1, APR-1); its annotations are not
+    why (APR-3 was charged as well)."""
+    tools = (ToolPlan("query", annotations="read-only"),)
+    server = ServerPlan("docs", tools=tools, failure="session-lost-at-call")
+    scenario = Scenario(servers=(server,), steps=(StepPlan("start"), ASK))
+    _status, report = _replay("resends-call-after-lost-session", scenario, tmp_path)
+    failed = _failed(report)
+    assert {"RETRY-1", "APR-1"} <= failed and "APR-3" not in failed, failed
