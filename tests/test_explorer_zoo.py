@@ -49,4 +49,7 @@ def test_the_explorer_alone_catches_a_client_it_was_not_written_for(name: str) -
     result = explorer_zoo.measure(name, BROKEN[name], scenarios=6, seed=1, bound=BOUND)
     assert not result.error, result.error
     assert result.caught, f"{name}: the explorer saw {result.found} broken"
+    # and charged it nothing it does not break: a rule seen broken outside the client's own
+    # set is a monitor blaming the wrong rule
+    assert set(result.found) <= set(result.fails), (result.found, result.fails)
     assert result.scenario_files, "no scenario file was written"
