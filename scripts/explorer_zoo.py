@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         f"caught {caught} of {len(results)} ({100 * caught / max(1, len(results)):.0f} %) "
         f"with {options.scenarios} scenarios each, seed {options.seed}"
     )
+    # a rule seen broken outside a client's own set: a monitor blaming the wrong rule, or a
+    # client that breaks more than its cases show; each is worth reading
+    for r in results:
+        outside = sorted(set(r.found) - set(r.fails))
+        if outside:
+            print(f"{r.name}: also charged {', '.join(outside)} (its own: {', '.join(r.fails)})")
     if options.json:
         Path(options.json).write_text(
             json.dumps([{**asdict(r), "caught": r.caught} for r in results], indent=1), "utf-8"
