@@ -53,6 +53,15 @@ def _approval_times(observed: Observed, counted: bool) -> list[float]:
     return sorted(m.ended for m in observed.of("approval") if not counted or not denies(m.text))
 
 
+def _sent_and_asked(
+    observed: Observed, served: Served, tool: str | None
+) -> tuple[list[Entry], list[Called]]:
+    """The tools/call of `tool` that `served` received, and the model's calls of it, each in
+    order: the k-th sent is the model's k-th call of it, or one more than it asked for."""
+    sent = [e for e in served.requests("tools/call") if served.tool_of(e) == tool]
+    return sent, [c for c in observed.model_calls if c.served is served and c.tool == tool]
+
+
 def _resent(observed: Observed) -> set[int]:
     """The id() of each tools/call a server received beyond the model's calls of its tool
     there: a resend (RETRY-1's, and APR-1's: no approval of its own), whose tool's
@@ -60,13 +69,10 @@ def _resent(observed: Observed) -> set[int]:
     tied to (a name the host changed)."""
     found: set[int] = set()
     for served in observed.served:
-        sent: dict[str | None, list[Entry]] = {}
-        for entry in served.requests("tools/call"):
-            sent.setdefault(served.tool_of(entry), []).append(entry)
-        for tool, entries in sent.items():
-            asked = sum(1 for c in observed.model_calls if c.served is served and c.tool == tool)
+        for tool in {served.tool_of(e) for e in served.requests("tools/call")}:
+            sent, asked = _sent_and_asked(observed, served, tool)
             if asked:
-                found.update(id(e) for e in entries[asked:])
+                found.update(id(e) for e in sent[len(asked) :])
     return found
 
 
@@ -123,9 +129,7 @@ def _without_a_prompt(
 def _asked_at(observed: Observed, served: Served, entry: Entry) -> float | None:
     """When the model asked for the call `entry` (the k-th call of its tool at `served` is
     the model's k-th call of it), or None when the model asked for fewer."""
-    tool = served.tool_of(entry)
-    sent = [e for e in served.requests("tools/call") if served.tool_of(e) == tool]
-    asked = [c for c in observed.model_calls if c.served is served and c.tool == tool]
+    sent, asked = _sent_and_asked(observed, served, served.tool_of(entry))
     k = next((i for i, e in enumerate(sent) if e is entry), len(sent))
     return observed.requests[asked[k].request].time if k < len(asked) else None
 

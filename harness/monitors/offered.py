@@ -405,16 +405,15 @@ def healthy_beside_failed(self: Monitor, observed: Observed) -> Iterator[Finding
             if served not in listed:
                 continue
             missing = _not_offering(observed, served, requests)
-            if missing and _specific(served, listed, _offered_in(observed, missing[0])):
-                continue  # a limit misapplied would keep it out: listed-servers-offered's
-            if missing:
-                yield self.finding(
-                    rule,
-                    f"{served.label} keeps working beside the failed "
-                    f"{', '.join(s.label for s in failed[:3])}",
-                    f"none of its tools offered in model request {missing[0].index + 1}",
-                )
-                return
+            if not missing or _specific(served, listed, _offered_in(observed, missing[0])):
+                continue  # offered, or kept out by a limit misapplied: listed-servers-offered's
+            yield self.finding(
+                rule,
+                f"{served.label} keeps working beside the failed "
+                f"{', '.join(s.label for s in failed[:3])}",
+                f"none of its tools offered in model request {missing[0].index + 1}",
+            )
+            return
 
 
 def _specific(
