@@ -25,7 +25,7 @@ it only when the server otherwise connects. So after the first server half (`CLE
 none and the others exactly one, the least visited, a failure at connect among them; the
 first server fails freely but draws no limit-breaking value, and a scenario that holds the
 failure (swarm testing, above) holds it for the first server only. A failure that shows at
-a call (`AT_CALL`) is never drawn beside a hiding value. A clear server still draws the
+a call (`FAILS_AT_CALL`) is never drawn beside a hiding value. A clear server still draws the
 values at the limits' near side (128 tools, 16 pages, 63 KiB, a 15 KiB schema), which is
 where a host that counts wrong shows it.
 
@@ -48,9 +48,9 @@ from mcp_host_conformance.harness.explorer.scenario import (
     StepPlan,
     ToolPlan,
 )
-from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CONNECT
+from mcp_host_conformance.harness.explorer.servers import FAILS_AT_CALL, FAILS_AT_CONNECT
 
-__all__ = ["STEER", "Generator"]
+__all__ = ["HIDES", "STEER", "Generator", "hiding"]
 
 STEER = 0.8
 PRIVATE = 0.3  # the share of scenarios whose host also has a server at a private address
@@ -93,21 +93,6 @@ HIDES = {
     "tool-name": {"65-characters"},
 }
 STDIO_ONLY = {"stdio-exits-at-call", "stderr-flood", "exits-at-once"}
-# The failures that show only at a call that reaches the server: a server drawing one is
-# offered whole (it draws no HIDES value), and the turns' calls seek it out (`_call`).
-AT_CALL = {
-    "http-500-at-call",
-    "http-404-at-call",
-    "session-lost-at-call",
-    "reset-after-call",
-    "close-after-call",
-    "garbage-at-call",
-    "over-1-mib-at-call",
-    "under-1-mib-at-call",
-    "polled-call",
-    "refused-resume",
-    "stdio-exits-at-call",
-}
 PLAIN_TOOLS = ("query", "lookup", "read", "fetch", "write")
 SERVER_NAMES = ("docs", "notes", "files", "tickets")
 # the plain tools a server whose definitions are grown to a size has at least: the 65 KiB
@@ -235,7 +220,7 @@ class Generator:
         if index > 0 and self.rng.random() >= CLEAR:
             self._forced = dict([self._least_visited_hiding()])
             # a server hidden by a limit: no failure at a call either, which it never shows
-            quiet = [v for v in showing if v not in AT_CALL]
+            quiet = [v for v in showing if v not in FAILS_AT_CALL]
             failure = self.pick("failure", None if "failure" in self._forced else quiet)
         elif self.rng.random() < HEALTHY:
             failure = "none"
@@ -475,7 +460,7 @@ class Generator:
         # reply the planned calls have reached least; the rest to any tool, the model's
         # call of a tool the host did not offer among them.
         tools = [(s, t) for s in servers for t in s.tools]
-        offered = [(s, t) for s, t in tools if not _hidden(s)]
+        offered = [(s, t) for s, t in tools if not hiding(s)]
         if offered and self.rng.random() < STEER:
             reached = {
                 (s.name, t.name): min(self.exercised.count(*p) for p in _exercises(s, t))
@@ -502,10 +487,10 @@ class Generator:
         return self.pick("arguments", [v for v in values if reached[v] == least])
 
 
-def _hidden(server: ServerPlan) -> bool:
-    """Whether a value of the server keeps its tools from the model (HIDES)."""
+def hiding(server: ServerPlan) -> set[tuple[str, str]]:
+    """The values of the server that keep its tools from the model (HIDES)."""
     drawn = set(Scenario(servers=(server,), steps=()).visits())
-    return any((d, v) in drawn for d, values in HIDES.items() for v in values)
+    return {(d, v) for d, values in HIDES.items() for v in values if (d, v) in drawn}
 
 
 def _with_schema(tool: ToolPlan, arguments: str) -> tuple[str, str]:

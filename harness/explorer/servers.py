@@ -23,7 +23,7 @@ from mcp_host_conformance.mocks.spec import (
     Tool,
 )
 
-__all__ = ["FAILS_AT_CONNECT", "ServerSetup", "input_schema", "spec_of", "tool_of"]
+__all__ = ["FAILS_AT_CALL", "FAILS_AT_CONNECT", "ServerSetup", "input_schema", "spec_of", "tool_of"]
 
 KIB = 1024
 # what a shell would change, and a program started without one receives as written
@@ -250,6 +250,14 @@ _FAILURES: dict[str, dict[str, object]] = {
     # ones do: what a host then shows of it is STDIO-4's to judge
     "exits-at-once": {"stderr_flood": EXIT_SAYS, "exit_at_once": 1},
 }
+
+# The failures that show only at a call that reaches the server: each acts on tools/call
+_CALL_ONLY = {"call_http_status", "call_session_lost", "drop_call", "poll_call"}
+FAILS_AT_CALL = frozenset(
+    failure
+    for failure, attributes in _FAILURES.items()
+    if any(a in _CALL_ONLY or v == "tools/call" for a, v in attributes.items())
+)
 
 
 # How a stdio server ends: most exit at the end of their input; some keep running until a
